@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "sharepipe",
+    products: [
+        .library(name: "SharepipeCore", targets: ["SharepipeCore"]),
+        .executable(name: "sharepipe", targets: ["sharepipe"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CMagic", pkgConfig: nil, providers: [.apt(["libmagic-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: nil, providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: nil, providers: [.apt(["libssl-dev"])]),
+        .target(name: "CSharepipeShims"),
+        .target(
+            name: "SharepipeCore",
+            dependencies: ["CMagic", "CSQLite", "CCrypto", "CSharepipeShims"]
+        ),
+        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
+        .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore"]),
+        .testTarget(
+            name: "SharepipeEndToEndTests",
+            dependencies: ["sharepipe", "SharepipeCore"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,44 @@
+#ifndef CSHAREPIPE_SHIMS_H
+#define CSHAREPIPE_SHIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/// copy_file_range(2) between the current offsets of two descriptors.
+ssize_t sharepipe_copy_file_range(int fd_in, int fd_out, size_t length);
+
+/// renameat2(2) with RENAME_NOREPLACE: fails with EEXIST instead of replacing.
+int sharepipe_renameat_noreplace(int old_dirfd, const char *old_path, int new_dirfd, const char *new_path);
+
+/// inotify_init1(IN_CLOEXEC), or IN_CLOEXEC|IN_NONBLOCK when nonblocking is non-zero.
+int sharepipe_inotify_init(int nonblocking);
+
+/// One event of an inotify read buffer.
+typedef struct {
+    int32_t wd;
+    uint32_t mask;
+    uint32_t cookie;
+    const char *name; /* NULL when the event carries no name */
+} sharepipe_inotify_event;
+
+/// Walks an inotify read buffer: fills `event` from `buffer + *offset`, advances `*offset`,
+/// returns 1, or 0 at the end of the buffer.
+int sharepipe_inotify_next(const char *buffer, size_t length, size_t *offset, sharepipe_inotify_event *event);
+
+/// Sends one datagram to a systemd NOTIFY_SOCKET (a path, or an abstract name starting with '@').
+/// Returns 0, or -1 with errno set.
+int sharepipe_notify_send(const char *socket_path, const char *message, size_t length);
+
+/// Starts `/bin/sh -c command` in a new process group with default signal dispositions and an
+/// empty signal mask. stdin is /dev/null; stdout and stderr go to `output_fd` (or are inherited
+/// when it is negative). Returns 0 and sets *pid, or an errno value.
+int sharepipe_spawn_shell(const char *command, char *const envp[], int output_fd, pid_t *pid);
+
+/// flock(2) (its name collides with `struct flock` in Swift).
+int sharepipe_flock(int fd, int operation);
+
+/// statvfs(2): bytes available to unprivileged users. Returns 0, or -1 with errno set.
+int sharepipe_available_bytes(const char *path, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,113 @@
+#define _GNU_SOURCE
+#include "CSharepipeShims.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/statvfs.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+ssize_t sharepipe_copy_file_range(int fd_in, int fd_out, size_t length) {
+    return copy_file_range(fd_in, NULL, fd_out, NULL, length, 0);
+}
+
+int sharepipe_renameat_noreplace(int old_dirfd, const char *old_path, int new_dirfd, const char *new_path) {
+    return renameat2(old_dirfd, old_path, new_dirfd, new_path, RENAME_NOREPLACE);
+}
+
+int sharepipe_inotify_init(int nonblocking) {
+    return inotify_init1(IN_CLOEXEC | (nonblocking ? IN_NONBLOCK : 0));
+}
+
+int sharepipe_inotify_next(const char *buffer, size_t length, size_t *offset, sharepipe_inotify_event *event) {
+    if (*offset + sizeof(struct inotify_event) > length) {
+        return 0;
+    }
+    struct inotify_event raw;
+    memcpy(&raw, buffer + *offset, sizeof raw);
+    event->wd = raw.wd;
+    event->mask = raw.mask;
+    event->cookie = raw.cookie;
+    event->name = raw.len > 0 ? buffer + *offset + sizeof(struct inotify_event) : NULL;
+    *offset += sizeof(struct inotify_event) + raw.len;
+    return 1;
+}
+
+int sharepipe_notify_send(const char *socket_path, const char *message, size_t length) {
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    size_t path_length = strlen(socket_path);
+    if (path_length == 0 || path_length >= sizeof address.sun_path) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(address.sun_path, socket_path, path_length);
+    if (socket_path[0] == '@') {
+        address.sun_path[0] = '\0';
+    }
+    socklen_t address_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t sent;
+    do {
+        sent = sendto(fd, message, length, MSG_NOSIGNAL, (struct sockaddr *)&address, address_length);
+    } while (sent < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return sent < 0 ? -1 : 0;
+}
+
+int sharepipe_spawn_shell(const char *command, char *const envp[], int output_fd, pid_t *pid) {
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_t actions;
+    int result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        return result;
+    }
+    result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) {
+        posix_spawnattr_destroy(&attributes);
+        return result;
+    }
+    sigset_t empty, all;
+    sigemptyset(&empty);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    posix_spawnattr_setsigdefault(&attributes, &all);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (output_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&actions, output_fd, 1);
+        posix_spawn_file_actions_adddup2(&actions, output_fd, 2);
+    }
+    char *const argv[] = {"/bin/sh", "-c", (char *)command, NULL};
+    result = posix_spawn(pid, "/bin/sh", &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return result;
+}
+
+int sharepipe_flock(int fd, int operation) {
+    return flock(fd, operation);
+}
+
+int sharepipe_available_bytes(const char *path, uint64_t *bytes) {
+    struct statvfs info;
+    if (statvfs(path, &info) != 0) {
+        return -1;
+    }
+    *bytes = (uint64_t)info.f_bavail * (uint64_t)info.f_frsize;
+    return 0;
+}

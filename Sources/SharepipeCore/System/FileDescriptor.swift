@@ -1,0 +1,131 @@
+import Glibc
+import CSharepipeShims
+
+/// The kind of a file as `lstat`/`fstat` report it.
+enum FileKind: Sendable, Equatable {
+    case regular, directory, symlink, fifo, socket, characterDevice, blockDevice, unknown
+
+    init(mode: mode_t) {
+        switch mode & S_IFMT {
+        case S_IFREG: self = .regular
+        case S_IFDIR: self = .directory
+        case S_IFLNK: self = .symlink
+        case S_IFIFO: self = .fifo
+        case S_IFSOCK: self = .socket
+        case S_IFCHR: self = .characterDevice
+        case S_IFBLK: self = .blockDevice
+        default: self = .unknown
+        }
+    }
+}
+
+/// What `stat` says about a file, reduced to what sharepipe uses.
+struct FileStatus: Sendable, Equatable {
+    var kind: FileKind
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    /// Modification time in nanoseconds since the epoch.
+    var modificationTime: Int64
+    var permissions: UInt32
+
+    init(_ raw: stat) {
+        kind = FileKind(mode: raw.st_mode)
+        device = UInt64(raw.st_dev)
+        inode = UInt64(raw.st_ino)
+        size = Int64(raw.st_size)
+        modificationTime = Int64(raw.st_mtim.tv_sec) * 1_000_000_000 + Int64(raw.st_mtim.tv_nsec)
+        permissions = UInt32(raw.st_mode & 0o7777)
+    }
+}
+
+/// An open file descriptor with exactly one owner; it is closed when the owner lets go of it.
+struct FileDescriptor: ~Copyable {
+    let rawValue: Int32
+
+    init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    deinit {
+        // close is never retried: on Linux the descriptor is gone even when close reports EINTR.
+        _ = Glibc.close(rawValue)
+    }
+
+    /// Opens `path`, relative to `directory` (a raw directory descriptor, or `AT_FDCWD`).
+    static func open(
+        _ path: String, relativeTo directory: Int32 = AT_FDCWD, flags: Int32, mode: mode_t = 0o600
+    ) throws -> FileDescriptor {
+        let fd = try System.call("open") { Glibc.openat(directory, path, flags | O_CLOEXEC, mode) }
+        return FileDescriptor(rawValue: fd)
+    }
+
+    /// Opens a directory for use as the base of relative operations and for fsync.
+    static func openDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
+        try open(path, relativeTo: directory, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    }
+
+    func status() throws -> FileStatus {
+        var raw = stat()
+        _ = try System.call("fstat") { Glibc.fstat(rawValue, &raw) }
+        return FileStatus(raw)
+    }
+
+    /// Reads up to `buffer.count` bytes; 0 means end of file.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try System.call("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Reads at an offset without moving the file position.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        try System.call("pread") { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Writes the whole buffer, looping over short writes.
+    func writeAll(_ buffer: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let remaining = UnsafeRawBufferPointer(rebasing: buffer[done...])
+            done += try System.call("write") { Glibc.write(rawValue, remaining.baseAddress, remaining.count) }
+        }
+    }
+
+    func writeAll(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { (raw) throws in try writeAll(raw) }
+    }
+
+    func sync() throws {
+        _ = try System.call("fsync") { Glibc.fsync(rawValue) }
+    }
+
+    /// Moves up to `length` bytes in the kernel from this descriptor's offset to `destination`'s.
+    /// Returns the count, 0 at end of file, or nil when the file systems cannot do it.
+    func copyRange(to destination: borrowing FileDescriptor, length: Int) throws -> Int? {
+        while true {
+            let result = sharepipe_copy_file_range(rawValue, destination.rawValue, length)
+            if result >= 0 { return result }
+            let code = Glibc.errno
+            switch code {
+            case EINTR: continue
+            case EXDEV, ENOSYS, EINVAL, EOPNOTSUPP, EBADF: return nil
+            default: throw System.error("copy_file_range", errno: code)
+            }
+        }
+    }
+
+    /// Takes an advisory `flock`; returns false when `nonBlocking` and another holder has it.
+    func lock(exclusive: Bool = true, nonBlocking: Bool) throws -> Bool {
+        let operation = (exclusive ? LOCK_EX : LOCK_SH) | (nonBlocking ? LOCK_NB : 0)
+        while true {
+            if sharepipe_flock(rawValue, operation) == 0 { return true }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            if code == EWOULDBLOCK && nonBlocking { return false }
+            throw System.error("flock", errno: code)
+        }
+    }
+
+    func truncate(to length: Int64) throws {
+        _ = try System.call("ftruncate") { Glibc.ftruncate(rawValue, off_t(length)) }
+    }
+}

@@ -1,0 +1,190 @@
+import CSharepipeShims
+import Glibc
+
+/// The one place that calls Glibc for file work: every call captures errno at once and retries EINTR.
+enum System {
+    /// Runs a call that returns -1 and sets errno on failure; retries EINTR.
+    static func call<T: BinaryInteger>(_ operation: String, _ body: () -> T) throws -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw error(operation, errno: code)
+        }
+    }
+
+    /// The error for a failing system call: ERR_IO with the operation and errno, never a file name.
+    static func error(_ operation: String, errno code: Int32) -> ShareError {
+        ShareError(.io, "\(operation) failed: \(String(cString: strerror(code))) (errno \(code))", errno: code)
+    }
+
+    static func lstat(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileStatus {
+        var raw = stat()
+        _ = try call("lstat") { fstatat(directory, path, &raw, AT_SYMLINK_NOFOLLOW) }
+        return FileStatus(raw)
+    }
+
+    /// `lstat`, or nil when nothing is at the path.
+    static func lstatIfPresent(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileStatus? {
+        do {
+            return try lstat(path, relativeTo: directory)
+        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return nil
+        }
+    }
+
+    static func rename(_ from: String, to: String, fromDirectory: Int32 = AT_FDCWD, toDirectory: Int32 = AT_FDCWD)
+        throws
+    {
+        _ = try call("rename") { renameat(fromDirectory, from, toDirectory, to) }
+    }
+
+    /// Renames without ever replacing; returns false when the destination exists.
+    static func renameNoReplace(
+        _ from: String, to: String, fromDirectory: Int32 = AT_FDCWD, toDirectory: Int32 = AT_FDCWD
+    ) throws -> Bool {
+        do {
+            _ = try call("renameat2") { sharepipe_renameat_noreplace(fromDirectory, from, toDirectory, to) }
+            return true
+        } catch let error as ShareError where error.errno == EEXIST {
+            return false
+        }
+    }
+
+    static func unlink(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws {
+        _ = try call("unlink") { unlinkat(directory, path, 0) }
+    }
+
+    static func removeDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws {
+        _ = try call("rmdir") { unlinkat(directory, path, AT_REMOVEDIR) }
+    }
+
+    /// Creates a directory; returns false when something already exists there.
+    @discardableResult
+    static func makeDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD, mode: mode_t = 0o700)
+        throws -> Bool
+    {
+        do {
+            _ = try call("mkdir") { mkdirat(directory, path, mode) }
+            return true
+        } catch let error as ShareError where error.errno == EEXIST {
+            return false
+        }
+    }
+
+    /// Creates a directory and its missing parents.
+    static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            try makeDirectory(prefix, mode: mode)
+        }
+        guard try lstat(path).kind == .directory else { throw ShareError(.io, "mkdir failed: not a directory", errno: ENOTDIR) }
+    }
+
+    /// Names in a directory, without `.` and `..`, in no particular order.
+    static func listDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> [String] {
+        let fd = try call("open") { openat(directory, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard let stream = fdopendir(fd) else {
+            let code = Glibc.errno
+            Glibc.close(fd)
+            throw error("fdopendir", errno: code)
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while true {
+            Glibc.errno = 0
+            guard let entry = readdir(stream) else {
+                if Glibc.errno != 0 { throw error("readdir", errno: Glibc.errno) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
+    /// Removes a file or a whole tree; never follows a symlink; absent is fine.
+    static func removeTree(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws {
+        guard let status = try lstatIfPresent(path, relativeTo: directory) else { return }
+        if status.kind == .directory {
+            for name in try listDirectory(path, relativeTo: directory) {
+                try removeTree(path + "/" + name, relativeTo: directory)
+            }
+            do { try removeDirectory(path, relativeTo: directory) } catch let error as ShareError where error.errno == ENOENT {}
+        } else {
+            do { try unlink(path, relativeTo: directory) } catch let error as ShareError where error.errno == ENOENT {}
+        }
+    }
+
+    /// fsyncs a directory so that renames and unlinks inside it are durable.
+    static func syncDirectory(_ path: String) throws {
+        let directory = try FileDescriptor.openDirectory(path)
+        try directory.sync()
+    }
+
+    /// Writes a small file atomically: temporary name, fsync, rename over, fsync the directory.
+    static func writeAtomically(_ bytes: [UInt8], to directory: String, name: String, mode: mode_t = 0o600)
+        throws
+    {
+        let temporary = ".\(name).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let temporaryPath = directory + "/" + temporary
+        do {
+            let file = try FileDescriptor.open(
+                temporaryPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            try file.writeAll(bytes)
+            try file.sync()
+            try rename(temporaryPath, to: directory + "/" + name)
+        } catch {
+            try? unlink(temporaryPath)
+            throw error
+        }
+        try syncDirectory(directory)
+    }
+
+    /// Reads a whole small file; refuses anything but a regular file.
+    static func readFile(_ path: String, limit: Int = 16 << 20) throws -> [UInt8] {
+        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let status = try file.status()
+        guard status.kind == .regular else { throw ShareError(.notRegularFile, "not a regular file") }
+        guard status.size <= limit else { throw ShareError(.tooLarge, "file larger than \(limit) bytes") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { (raw) throws in try file.read(into: raw) }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            if bytes.count > limit { throw ShareError(.tooLarge, "file larger than \(limit) bytes") }
+        }
+    }
+
+    /// Free bytes available to unprivileged users on the file system holding `path`.
+    static func freeBytes(_ path: String) throws -> Int64 {
+        var bytes: UInt64 = 0
+        _ = try call("statvfs") { sharepipe_available_bytes(path, &bytes) }
+        return Int64(clamping: bytes)
+    }
+
+    /// Whether the calling process may write and search the directory.
+    static func isWritableDirectory(_ path: String) -> Bool {
+        access(path, W_OK | X_OK) == 0
+    }
+
+    /// Monotonic clock in nanoseconds.
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// Wall clock in nanoseconds since the epoch.
+    static func wallClockNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
+    static var processID: Int32 { getpid() }
+}

@@ -1,0 +1,30 @@
+import Foundation
+@testable import SharepipeCore
+
+/// A temporary directory for one test, removed when the test's body returns.
+func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
+    let path = FileManager.default.temporaryDirectory.path + "/sharepipe-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try await body(path)
+}
+
+/// Writes bytes to a file and returns its path.
+@discardableResult
+func writeFile(_ path: String, _ bytes: [UInt8]) throws -> String {
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+@discardableResult
+func writeFile(_ path: String, _ text: String) throws -> String {
+    try writeFile(path, Array(text.utf8))
+}
+
+/// A small but real JPEG header: enough for libmagic to say image/jpeg.
+let jpegBytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01,
+    0x00, 0x01, 0x00, 0x00] + [UInt8](repeating: 0x20, count: 64) + [0xFF, 0xD9]
+
+/// A PNG signature and IHDR chunk: enough for libmagic to say image/png.
+let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xDE]
