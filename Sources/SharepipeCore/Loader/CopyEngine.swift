@@ -1,0 +1,171 @@
+import Glibc
+import Synchronization
+
+/// Streams one representation into a copy in `staging`, counting, hashing and sniffing as it goes; a file is never
+/// held whole in memory.
+struct CopyEngine: Sendable {
+    /// What a finished copy is.
+    struct Result: Sendable {
+        var bytes: Int64
+        var sha256: String
+        /// The first bytes of the copy, for libmagic.
+        var head: [UInt8]
+    }
+
+    /// State shared by the copies of one share.
+    final class ShareState: Sendable {
+        /// Bytes copied so far by every attachment of the share.
+        let bytes = Atomic<Int64>(0)
+        /// Set when the share is cancelled; copies stop at their next chunk.
+        let cancelled = Atomic<Bool>(false)
+    }
+
+    let maxFileSize: Int64
+    let maxShareSize: Int64
+    let share: ShareState
+    let progress: (@Sendable (Int64) -> Void)?
+
+    init(maxFileSize: Int64, maxShareSize: Int64, share: ShareState, progress: (@Sendable (Int64) -> Void)?) {
+        self.maxFileSize = maxFileSize
+        self.maxShareSize = maxShareSize
+        self.share = share
+        self.progress = progress
+    }
+
+    static let chunkSize = 4 << 20
+
+    /// Copies the file at `source` (opened without following symlinks and without blocking) to `destination`,
+    /// which must not exist. On any failure the destination is removed.
+    func copyFile(from source: String, to destination: String) throws -> Result {
+        let input = try Self.openSource(source)
+        let kind = try input.status().kind
+        guard kind == .regular else { throw ShareError(.notRegularFile, "the delivered file is a \(kind)") }
+        let output = try Self.openDestination(destination)
+        do {
+            let result = try stream(from: input, to: output)
+            try output.sync()
+            return result
+        } catch {
+            try? System.unlink(destination)
+            throw error
+        }
+    }
+
+    /// Writes bytes delivered as data through the same limits, hash and sniff as a file.
+    func copyData(_ bytes: UnsafeRawBufferPointer, to destination: String) throws -> Result {
+        let output = try Self.openDestination(destination)
+        do {
+            let hasher = SHA256()
+            var written: Int64 = 0
+            while written < bytes.count {
+                let end = min(bytes.count, Int(written) + Self.chunkSize)
+                let chunk = UnsafeRawBufferPointer(rebasing: bytes[Int(written)..<end])
+                try account(chunk.count, total: written)
+                try output.writeAll(chunk)
+                hasher.update(chunk)
+                written += Int64(chunk.count)
+                progress?(written)
+            }
+            try output.sync()
+            return Result(bytes: written, sha256: hasher.finalize(), head: Array(bytes.prefix(Sniffer.sniffLength)))
+        } catch {
+            try? System.unlink(destination)
+            throw error
+        }
+    }
+
+    private static func openSource(_ path: String) throws -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch let error as ShareError {
+            switch error.errno {
+            case ENOENT, ENOTDIR: throw ShareError(.missingFile, "the delivered file is gone", errno: error.errno)
+            case ELOOP: throw ShareError(.notRegularFile, "the delivered file is a symlink", errno: ELOOP)
+            case ENXIO: throw ShareError(.notRegularFile, "the delivered file is a socket or device", errno: ENXIO)
+            default: throw error
+            }
+        }
+    }
+
+    private static func openDestination(_ path: String) throws -> FileDescriptor {
+        try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+    }
+
+    /// Checks the limits and cancellation before `count` more bytes are written after `total`.
+    private func account(_ count: Int, total: Int64) throws {
+        if share.cancelled.load(ordering: .relaxed) { throw ShareError(.cancelled, "the share was cancelled") }
+        if total + Int64(count) > maxFileSize {
+            throw ShareError(.tooLarge, "attachment is over the \(maxFileSize)-byte limit")
+        }
+        let shareTotal = share.bytes.add(Int64(count), ordering: .relaxed).newValue
+        if shareTotal > maxShareSize {
+            throw ShareError(.shareTooLarge, "share is over the \(maxShareSize)-byte limit")
+        }
+    }
+
+    /// copy_file_range moves the bytes in the kernel; each chunk is then hashed from the copy itself (page cache),
+    /// so the digest is of exactly the bytes that landed. Falls back to read/write when the kernel cannot.
+    private func stream(
+        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor
+    ) throws -> Result {
+        let hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var total: Int64 = 0
+        var useKernelCopy = true
+        while true {
+            // Ask for one byte past the limit so a source that grows past it is caught, whatever stat said.
+            let room = max(Int64(0), maxFileSize - total) + 1
+            let want = Int(min(Int64(Self.chunkSize), room))
+            var count = 0
+            if useKernelCopy {
+                if let copied = try input.copyRange(to: output, length: want) {
+                    count = copied
+                    if count > 0 {
+                        try account(count, total: total)
+                        try hash(output, from: total, count: count, into: hasher, buffer: buffer)
+                    }
+                } else {
+                    useKernelCopy = false
+                    continue
+                }
+            } else {
+                count = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(want, buffer.count)]))
+                if count > 0 {
+                    try account(count, total: total)
+                    let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+                    try output.writeAll(chunk)
+                    hasher.update(chunk)
+                }
+            }
+            if count == 0 { break }
+            total += Int64(count)
+            progress?(total)
+        }
+        let headLength = Int(min(Int64(Sniffer.sniffLength), total))
+        var head = [UInt8](repeating: 0, count: headLength)
+        var filled = 0
+        while filled < headLength {
+            let read = try head.withUnsafeMutableBytes { raw in
+                try output.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]), at: Int64(filled))
+            }
+            if read == 0 { break }
+            filled += read
+        }
+        return Result(bytes: total, sha256: hasher.finalize(), head: Array(head[..<filled]))
+    }
+
+    private func hash(
+        _ file: borrowing FileDescriptor, from offset: Int64, count: Int, into hasher: borrowing SHA256,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws {
+        var done = 0
+        while done < count {
+            let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, count - done)])
+            let read = try file.read(into: slice, at: offset + Int64(done))
+            guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
+            hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
+            done += read
+        }
+    }
+}

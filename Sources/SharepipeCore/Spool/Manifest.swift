@@ -1,0 +1,94 @@
+import Foundation
+
+/// `manifest.json`, one per share, exactly in the SPEC's shape.
+public struct Manifest: Codable, Sendable, Equatable {
+    /// The share's UUID.
+    public var shareId: String
+    /// The bundle identifier of the app that shared, if known.
+    public var sourceApp: String?
+    /// RFC 3339 creation time.
+    public var createdAt: String
+    /// The partial-failure policy the share was loaded with.
+    public var policy: SharePolicy
+    /// Every attachment, copied or not, in attachment order.
+    public var attachments: [AttachmentRecord]
+
+    /// Encodes the manifest as JSON bytes (stable key order).
+    func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(self))
+    }
+
+    /// Decodes a manifest; anything malformed is ERR_IO.
+    static func decode(_ bytes: [UInt8]) throws -> Manifest {
+        do {
+            return try JSONDecoder().decode(Manifest.self, from: Data(bytes))
+        } catch {
+            throw ShareError(.io, "manifest.json is malformed: \(error)")
+        }
+    }
+}
+
+/// The partial-failure policy of a share.
+public enum SharePolicy: String, Codable, Sendable, CaseIterable {
+    /// Publish what copied; failed attachments are listed with their codes.
+    case keepSuccessful = "keep-successful"
+    /// Any failure rolls the whole share back.
+    case allOrNothing = "all-or-nothing"
+}
+
+/// One attachment's outcome, as recorded in the manifest and the receipt.
+public struct AttachmentRecord: Codable, Sendable, Equatable {
+    /// The outcome of one attachment.
+    public enum Status: String, Codable, Sendable {
+        /// Copied into the share.
+        case copied
+        /// Failed with an error code.
+        case failed
+        /// Copied, then removed because an all-or-nothing share failed elsewhere.
+        case rolledBack = "rolled-back"
+    }
+
+    /// An error code with its message.
+    public struct ErrorInfo: Codable, Sendable, Equatable {
+        /// The `ERR_*` code.
+        public var code: ShareError.Code
+        /// A human-readable message.
+        public var message: String
+    }
+
+    /// Position in the share.
+    public var index: Int
+    /// The outcome.
+    public var status: Status
+    /// The copy's UUID.
+    public var fileId: String?
+    /// The copy's file name inside the share directory (`<fileId>.<ext>`).
+    public var file: String?
+    /// The chosen type.
+    public var typeIdentifier: String?
+    /// The types the provider declared, highest fidelity first.
+    public var declaredTypes: [String]
+    /// What libmagic said about the content.
+    public var sniffedMimeType: String?
+    /// Bytes copied.
+    public var bytes: Int64?
+    /// SHA-256 of the copy, lowercase hex.
+    public var sha256: String?
+    /// The provider's suggested name.
+    public var suggestedName: String?
+    /// Why the attachment failed.
+    public var error: ErrorInfo?
+
+    var shareError: ShareError? { error.map { ShareError($0.code, $0.message) } }
+}
+
+extension Date {
+    /// RFC 3339 with fractional seconds, in UTC.
+    var rfc3339: String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: self)
+    }
+}
