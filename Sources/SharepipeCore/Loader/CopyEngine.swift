@@ -88,7 +88,7 @@ struct CopyEngine: Sendable {
     }
 
     private static func openDestination(_ path: String) throws -> FileDescriptor {
-        try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
     }
 
     /// Checks the limits and cancellation before `count` more bytes are written after `total`.
