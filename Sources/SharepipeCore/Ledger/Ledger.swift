@@ -14,11 +14,11 @@ public struct SourceIdentity: Sendable, Equatable, Hashable {
     public var size: Int64
     /// Modification time, nanoseconds since the epoch.
     public var modificationTime: Int64
-    /// SHA-256 of the content, lowercase hex.
-    public var sha256: String
+    /// SHA-256 of the content, lowercase hex; the loader fills it in from the copy.
+    public internal(set) var sha256: String
 
     /// Creates an identity.
-    public init(device: UInt64, inode: UInt64, size: Int64, modificationTime: Int64, sha256: String) {
+    public init(device: UInt64, inode: UInt64, size: Int64, modificationTime: Int64, sha256: String = "") {
         self.device = device
         self.inode = inode
         self.size = size

@@ -18,10 +18,10 @@ public struct ShareLoader: Sendable {
         self.configuration = configuration
     }
 
-    /// Loads and publishes one share. `sources` are the identities of inbox files the share was made from,
-    /// recorded for exactly-once ingest. Never throws: every failure is in the receipt.
+    /// Loads and publishes one share. `sources[i]`, when given, is the identity of the inbox file behind
+    /// attachment i, recorded for exactly-once ingest. Never throws: every failure is in the receipt.
     public func load(
-        _ providers: [any ItemProvider], sourceApp: String? = nil, sources: [SourceIdentity] = []
+        _ providers: [any ItemProvider], sourceApp: String? = nil, sources: [SourceIdentity?] = []
     ) async -> ShareReceipt {
         let shareID = UUID().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
@@ -226,7 +226,7 @@ public struct ShareLoader: Sendable {
 
     /// Applies the policy, then publishes (manifest, ledger, one rename) or rolls the share back.
     private func finish(
-        shareID: String, sourceApp: String?, records: [AttachmentRecord], sources: [SourceIdentity]
+        shareID: String, sourceApp: String?, records: [AttachmentRecord], sources: [SourceIdentity?]
     ) -> ShareReceipt {
         var records = records
         let copied = records.filter { $0.status == .copied }.count
@@ -248,7 +248,12 @@ public struct ShareLoader: Sendable {
         }
         do {
             try spool.writeManifest(manifest)
-            try spool.ledger.recordStaged(manifest, sources: sources)
+            let identities = zip(records, sources).compactMap { record, source -> SourceIdentity? in
+                guard var identity = source, record.status == .copied, let sha256 = record.sha256 else { return nil }
+                identity.sha256 = sha256
+                return identity
+            }
+            try spool.ledger.recordStaged(manifest, sources: identities)
             try spool.publish(shareID)
             try spool.ledger.recordPublished(shareID: shareID)
         } catch {
