@@ -17,6 +17,7 @@ let package = Package(
             dependencies: ["CMagic", "CSQLite", "CCrypto", "CSharepipeShims"]
         ),
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
+        .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore"]),
         .testTarget(
             name: "SharepipeEndToEndTests",

@@ -188,3 +188,26 @@ enum System {
 
     static var processID: Int32 { getpid() }
 }
+
+extension System {
+    /// Writes one line to standard error with a single write(2), so concurrent lines never interleave.
+    static func writeStandardError(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(0x0a)
+        bytes.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                let result = Glibc.write(STDERR_FILENO, raw.baseAddress! + done, raw.count - done)
+                if result < 0 && Glibc.errno == EINTR { continue }
+                if result <= 0 { return }
+                done += result
+            }
+        }
+    }
+
+    /// Sends one datagram to systemd's notify socket.
+    static func notify(socket: String, message: String) throws {
+        let bytes = Array(message.utf8)
+        _ = try call("sendto") { sharepipe_notify_send(socket, bytes, bytes.count) }
+    }
+}

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// Counters for the Prometheus textfile collector and the systemd status line, fed by the daemon's parts.
+public final class Metrics: Sendable {
+    /// Upper bounds of the drop-to-processed latency histogram, in seconds.
+    static let latencyBuckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+
+    private struct State {
+        var ingested = 0
+        var rejected: [String: Int] = [:]
+        var processed = 0
+        var failed: [String: Int] = [:]
+        var quarantined: [String: Int] = [:]
+        var bytesIngested: Int64 = 0
+        var queueDepth = 0
+        var latencyCounts = [Int](repeating: 0, count: Metrics.latencyBuckets.count)
+        var latencyCount = 0
+        var latencySum = 0.0
+    }
+
+    private let state = Mutex(State())
+
+    /// Empty counters.
+    public init() {}
+
+    func shareIngested(bytes: Int64) {
+        state.withLock {
+            $0.ingested += 1
+            $0.bytesIngested += bytes
+        }
+    }
+
+    func sourceRejected(code: ShareError.Code) {
+        state.withLock { $0.rejected[code.rawValue, default: 0] += 1 }
+    }
+
+    func shareProcessed(latencySeconds: Double?) {
+        state.withLock { state in
+            state.processed += 1
+            guard let latency = latencySeconds else { return }
+            state.latencyCount += 1
+            state.latencySum += latency
+            for (index, bound) in Self.latencyBuckets.enumerated() where latency <= bound {
+                state.latencyCounts[index] += 1
+            }
+        }
+    }
+
+    func shareFailed(code: ShareError.Code) {
+        state.withLock { $0.failed[code.rawValue, default: 0] += 1 }
+    }
+
+    func shareQuarantined(code: ShareError.Code) {
+        state.withLock { $0.quarantined[code.rawValue, default: 0] += 1 }
+    }
+
+    func setQueueDepth(_ depth: Int) {
+        state.withLock { $0.queueDepth = depth }
+    }
+
+    /// The systemd `STATUS=` line.
+    var statusLine: String {
+        state.withLock { state in
+            let failed = state.failed.values.reduce(0, +)
+            let rejected = state.rejected.values.reduce(0, +)
+            return "ingested \(state.ingested), processed \(state.processed), pending \(state.queueDepth), "
+                + "rejected \(rejected), failed \(failed)"
+        }
+    }
+
+    /// The Prometheus text exposition format.
+    var prometheusText: String {
+        state.withLock { state in
+            var lines: [String] = []
+            func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
+                lines.append("# HELP sharepipe_\(name) \(help)")
+                lines.append("# TYPE sharepipe_\(name) \(type)")
+                for (labels, value) in samples { lines.append("sharepipe_\(name)\(labels) \(value)") }
+            }
+            func byCode(_ counts: [String: Int]) -> [(String, String)] {
+                counts.keys.sorted().map { ("{code=\"\($0)\"}", String(counts[$0]!)) }
+            }
+            metric("shares_ingested_total", "counter", "Shares published from the inbox.", [("", String(state.ingested))])
+            metric("ingested_bytes_total", "counter", "Bytes copied into published shares.", [("", String(state.bytesIngested))])
+            metric("sources_rejected_total", "counter", "Inbox entries moved to .rejected, by code.", byCode(state.rejected))
+            metric("shares_processed_total", "counter", "Shares processed and deleted.", [("", String(state.processed))])
+            metric("shares_failed_total", "counter", "Processing attempts that failed, by code.", byCode(state.failed))
+            metric("shares_quarantined_total", "counter", "Shares quarantined, by code.", byCode(state.quarantined))
+            metric("queue_depth", "gauge", "Shares published and not yet processed.", [("", String(state.queueDepth))])
+            var buckets: [(String, String)] = []
+            for (index, bound) in Self.latencyBuckets.enumerated() {
+                buckets.append(("_bucket{le=\"\(bound)\"}", String(state.latencyCounts[index])))
+            }
+            buckets.append(("_bucket{le=\"+Inf\"}", String(state.latencyCount)))
+            buckets.append(("_sum", String(state.latencySum)))
+            buckets.append(("_count", String(state.latencyCount)))
+            metric("drop_to_processed_seconds", "histogram", "From the drop's last write to processed.", buckets)
+            return lines.joined(separator: "\n") + "\n"
+        }
+    }
+
+    /// Replaces the metrics file atomically.
+    func write(to path: String) throws {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let name = path.contains("/") ? String(path[path.index(after: path.lastIndex(of: "/")!)...]) : path
+        try System.writeAtomically(Array(prometheusText.utf8), to: directory.isEmpty ? "/" : directory, name: name, mode: 0o644)
+    }
+}
