@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -109,10 +110,13 @@ struct CopyEngine: Sendable {
         from input: borrowing FileDescriptor, to output: borrowing FileDescriptor
     ) throws -> Result {
         let hasher = SHA256()
+        let pipeline = RangeHasher(descriptor: output.rawValue)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
         var total: Int64 = 0
         var useKernelCopy = true
+        // Whatever happens, the hashing thread is done with the descriptor before its owner closes it.
+        defer { pipeline.waitUntilIdle() }
         while true {
             // Ask for one byte past the limit so a source that grows past it is caught, whatever stat said.
             let room = max(Int64(0), maxFileSize - total) + 1
@@ -123,8 +127,13 @@ struct CopyEngine: Sendable {
                     count = copied
                     if count > 0 {
                         try account(count, total: total)
-                        try hash(output, from: total, count: count, into: hasher, buffer: buffer)
+                        pipeline.hash(from: total, count: count)
                     }
+                } else if total > 0 {
+                    // The kernel copied some chunks and then refused: finish with plain reads, hashed the same way.
+                    useKernelCopy = false
+                    pipeline.switchToCaller = true
+                    continue
                 } else {
                     useKernelCopy = false
                     continue
@@ -135,7 +144,11 @@ struct CopyEngine: Sendable {
                     try account(count, total: total)
                     let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
                     try output.writeAll(chunk)
-                    hasher.update(chunk)
+                    if pipeline.switchToCaller {
+                        pipeline.hash(from: total, count: count)
+                    } else {
+                        hasher.update(chunk)
+                    }
                 }
             }
             if count == 0 { break }
@@ -152,20 +165,64 @@ struct CopyEngine: Sendable {
             if read == 0 { break }
             filled += read
         }
-        return Result(bytes: total, sha256: hasher.finalize(), head: Array(head[..<filled]))
+        let digest = useKernelCopy || pipeline.switchToCaller ? try pipeline.finalize() : hasher.finalize()
+        return Result(bytes: total, sha256: digest, head: Array(head[..<filled]))
     }
 
-    private func hash(
-        _ file: borrowing FileDescriptor, from offset: Int64, count: Int, into hasher: borrowing SHA256,
-        buffer: UnsafeMutableRawBufferPointer
-    ) throws {
-        var done = 0
-        while done < count {
-            let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, count - done)])
-            let read = try file.read(into: slice, at: offset + Int64(done))
-            guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
-            hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
-            done += read
+}
+
+/// Hashes ranges of the copy on its own thread while the kernel copies the next chunk, so hashing and copying
+/// overlap. It reads the copy (from the page cache), so the digest is of the bytes that landed. It only borrows the
+/// descriptor number: its owner waits for `waitUntilIdle()` before closing it.
+private final class RangeHasher: @unchecked Sendable {
+    private let descriptor: Int32
+    private let queue = DispatchQueue(label: "sharepipe.copy.hash")
+    /// At most two chunks wait for hashing, so memory stays flat however fast the copy runs.
+    private let slots = DispatchSemaphore(value: 2)
+    private let hasher = SHA256()
+    private let failure = Mutex<ShareError?>(nil)
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+    /// Set when the copy fell back to read/write after some kernel-copied chunks.
+    var switchToCaller = false
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        buffer.deallocate()
+    }
+
+    func hash(from offset: Int64, count: Int) {
+        slots.wait()
+        queue.async { [self] in
+            defer { slots.signal() }
+            guard failure.withLock({ $0 == nil }) else { return }
+            var done = 0
+            while done < count {
+                let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, count - done)])
+                do {
+                    let read = try System.call("pread") {
+                        Glibc.pread(descriptor, slice.baseAddress, slice.count, off_t(offset + Int64(done)))
+                    }
+                    guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
+                    hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
+                    done += read
+                } catch {
+                    failure.withLock { $0 = error as? ShareError ?? ShareError(.io, "\(error)") }
+                    return
+                }
+            }
         }
+    }
+
+    func waitUntilIdle() {
+        queue.sync {}
+    }
+
+    func finalize() throws -> String {
+        waitUntilIdle()
+        if let error = failure.withLock({ $0 }) { throw error }
+        return hasher.finalize()
     }
 }

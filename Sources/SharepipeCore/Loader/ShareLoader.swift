@@ -117,7 +117,7 @@ public struct ShareLoader: Sendable {
             do {
                 let mimeType = try Magic.shared.mimeType(of: copy.head)
                 record.sniffedMimeType = mimeType
-                guard Sniffer.isCompatible(mimeType, declaredType: chosen, isEmpty: copy.bytes == 0, registry: registry)
+                guard registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, isEmpty: copy.bytes == 0)
                 else {
                     try? System.unlink(destination)
                     return failed(ShareError(.typeMismatch, "content sniffed as \(mimeType) is not \(chosen)"))

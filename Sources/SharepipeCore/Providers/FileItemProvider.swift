@@ -61,5 +61,5 @@ func sniffFile(_ path: String, registry: TypeRegistry) throws -> (mimeType: Stri
     var buffer = [UInt8](repeating: 0, count: Sniffer.sniffLength)
     let count = try buffer.withUnsafeMutableBytes { try file.read(into: $0, at: 0) }
     let mimeType = try Magic.shared.mimeType(of: Array(buffer[..<count]))
-    return (mimeType, Sniffer.type(forSniffedMIMEType: mimeType, registry: registry))
+    return (mimeType, registry.sniffedType(forMIMEType: mimeType))
 }

@@ -19,8 +19,8 @@ struct SHA256: ~Copyable {
         EVP_DigestUpdate(context, base, bytes.count)
     }
 
-    /// The digest as lowercase hex.
-    consuming func finalize() -> String {
+    /// The digest as lowercase hex; call once.
+    func finalize() -> String {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
