@@ -72,6 +72,10 @@ func runCp(durable: Bool, source: String, directory: String) -> Double {
 }
 
 func runLoader(executable: String, source: String, directory: String) -> (Double, Int) {
+    runChild(executable: executable, source: source, directory: directory)
+}
+
+func runChild(executable: String, source: String, directory: String) -> (Double, Int) {
     let state = directory + "/state-\(UUID().uuidString)"
     var pid: pid_t = 0
     let argv: [UnsafeMutablePointer<CChar>?] = [executable, "--child", source, state].map { (text: String) in strdup(text) } + [nil]
@@ -112,4 +116,8 @@ print("  cp + fsync (sync FILE)  \(rate(durableCp))")
 print("  sharepipe loader        \(rate(loader))   (copy_file_range + SHA-256 + libmagic + fsync + publish)")
 print(String(format: "  ratio loader / cp            %.2fx", cp / loader))
 print(String(format: "  ratio loader / cp + fsync    %.2fx", durableCp / loader))
+let tiny = directory + "/tiny.txt"
+_ = FileManager.default.createFile(atPath: tiny, contents: Data("tiny".utf8))
+let (_, baselineRSS) = runChild(executable: arguments[0], source: tiny, directory: directory)
 print("  loader peak RSS         \(peakRSS / 1024) MiB (whole process, ru_maxrss)")
+print("  same process, 4-byte file  \(baselineRSS / 1024) MiB  -> the 1 GiB copy itself adds \((peakRSS - baselineRSS) / 1024) MiB")

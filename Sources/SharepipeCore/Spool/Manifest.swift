@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// `manifest.json`, one per share, exactly in the SPEC's shape.
 public struct Manifest: Codable, Sendable, Equatable {
@@ -85,10 +86,19 @@ public struct AttachmentRecord: Codable, Sendable, Equatable {
 }
 
 extension Date {
-    /// RFC 3339 with fractional seconds, in UTC.
+    /// RFC 3339 with milliseconds, in UTC. Formatted by hand: Foundation's date formatters load ICU's data, which
+    /// would cost the daemon more memory than everything else it does.
     var rfc3339: String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: self)
+        let milliseconds = Int64((timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))."
+            + "\(pad(Int32(milliseconds % 1000), 3))Z"
     }
 }
