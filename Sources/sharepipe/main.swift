@@ -1,1 +1,15 @@
-print("sharepipe")
+import Foundation
+
+extension CommandLineTool {
+    /// The `sharepipe` command line. The version is written here and nowhere else; every top-level command is one
+    /// line in `commands`, in the order `sharepipe help` lists them.
+    static let sharepipe = CommandLineTool(
+        name: "sharepipe",
+        version: "0.1.0",
+        abstract: "A share-extension ingest pipeline: load shared attachments safely, spool them, process them.",
+        commands: [
+            TypesCommand.self,
+        ])
+}
+
+exit(await CommandLineTool.sharepipe.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,37 @@
+import Glibc
+
+/// Content sniffing for one file on disk, as `sharepipe types sniff` offers it.
+public enum TypeSniffer {
+    /// Sniffs a regular file's leading bytes with libmagic and maps the MIME type to a type identifier, the same way
+    /// the loader does. A symlink is never followed, and FIFOs, sockets, devices and directories are refused with
+    /// `ERR_NOT_REGULAR_FILE` without blocking; a missing file is `ERR_MISSING_FILE`.
+    public static func sniff(path: String, registry: TypeRegistry = .standard) throws
+        -> (mimeType: String, typeIdentifier: String)
+    {
+        let file = try open(path)
+        guard try file.status().kind == .regular else {
+            throw ShareError(.notRegularFile, "not a regular file")
+        }
+        var buffer = [UInt8](repeating: 0, count: Sniffer.sniffLength)
+        var count = 0
+        while count < buffer.count {
+            let read = try buffer.withUnsafeMutableBytes { (raw) throws in
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+            }
+            if read == 0 { break }
+            count += read
+        }
+        let mimeType = try Magic.shared.mimeType(of: Array(buffer[..<count]))
+        return (mimeType, registry.sniffedType(forMIMEType: mimeType))
+    }
+
+    private static func open(_ path: String) throws -> FileDescriptor {
+        do {
+            return try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch let error as ShareError where error.errno == ELOOP {
+            throw ShareError(.notRegularFile, "a symlink is not a regular file", errno: ELOOP)
+        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            throw ShareError(.missingFile, "no such file", errno: error.errno)
+        }
+    }
+}

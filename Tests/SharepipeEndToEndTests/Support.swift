@@ -1,0 +1,203 @@
+import Foundation
+
+/// What one run of the `sharepipe` binary produced.
+struct ProcessResult: Sendable {
+    /// The exit status; for a process killed by a signal, 128 plus the signal number, as a shell reports it.
+    var status: Int32
+    /// Everything written to stdout.
+    var stdoutData: Data
+    /// Everything written to stderr.
+    var stderrData: Data
+
+    /// stdout as UTF-8 text.
+    var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+    /// stderr as UTF-8 text.
+    var stderr: String { String(decoding: stderrData, as: UTF8.self) }
+
+    /// stdout parsed as JSON (an object, array, string, number, bool or NSNull).
+    var json: Any {
+        get throws { try JSONSerialization.jsonObject(with: stdoutData, options: [.fragmentsAllowed]) }
+    }
+
+    /// stdout parsed as a JSON object; throws when it is anything else.
+    var jsonObject: [String: Any] {
+        get throws {
+            guard let object = try json as? [String: Any] else { throw SupportError("stdout is not a JSON object") }
+            return object
+        }
+    }
+
+    /// stdout decoded into a `Decodable` type.
+    func decoded<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(type, from: stdoutData)
+    }
+}
+
+/// A test-support failure with a message that says what went wrong.
+struct SupportError: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// Runs `sharepipe` with `arguments` and waits for it (a minute at most, then it is killed).
+///
+/// - Parameters:
+///   - environment: variables to set on top of the test's own environment.
+///   - currentDirectory: the working directory; the test's own when nil.
+///   - stdin: what the process reads on stdin; `/dev/null` when nil.
+func runSharepipe(
+    _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil,
+    stdin: Data? = nil, timeout: Duration = .seconds(60)
+) throws -> ProcessResult {
+    let process = try SharepipeProcess(
+        arguments, environment: environment, currentDirectory: currentDirectory, stdin: stdin)
+    return try process.waitForExit(timeout: timeout)
+}
+
+/// A `sharepipe` process started in the background, for tests that signal it or watch it work (`daemon`).
+/// Output goes to temporary files, so a chatty process never blocks on a full pipe.
+final class SharepipeProcess: @unchecked Sendable {
+    private let process = Process()
+    private let outputDirectory: String
+    private let exited = DispatchSemaphore(value: 0)
+
+    /// Starts the binary; see `runSharepipe` for the parameters.
+    init(
+        _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil,
+        stdin: Data? = nil
+    ) throws {
+        outputDirectory = NSTemporaryDirectory() + "sharepipe-run-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+        for (name, contents) in [("stdout", Data()), ("stderr", Data()), ("stdin", stdin ?? Data())] {
+            try contents.write(to: URL(fileURLWithPath: outputDirectory + "/" + name))
+        }
+        process.executableURL = URL(fileURLWithPath: try sharepipeBinaryPath())
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        process.standardInput = stdin == nil
+            ? FileHandle.nullDevice : FileHandle(forReadingAtPath: outputDirectory + "/stdin")
+        process.standardOutput = FileHandle(forWritingAtPath: outputDirectory + "/stdout")
+        process.standardError = FileHandle(forWritingAtPath: outputDirectory + "/stderr")
+        let exited = exited
+        process.terminationHandler = { _ in exited.signal() }
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(atPath: outputDirectory)
+            throw error
+        }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: outputDirectory)
+    }
+
+    /// The process id.
+    var pid: Int32 { process.processIdentifier }
+
+    /// Sends a signal (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGKILL` …).
+    func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// What the process has written to stdout so far.
+    var stdoutSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stdout") ?? Data(), as: UTF8.self)
+    }
+
+    /// What the process has written to stderr so far.
+    var stderrSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data(), as: UTF8.self)
+    }
+
+    /// Waits for the process to end; after `timeout` it is killed and the wait throws.
+    func waitForExit(timeout: Duration = .seconds(60)) throws -> ProcessResult {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        if exited.wait(timeout: .now() + seconds) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            exited.wait()
+            exited.signal()
+            throw SupportError("sharepipe did not exit within \(timeout); stderr: \(stderrSoFar)")
+        }
+        // Let a later call see the exit too.
+        exited.signal()
+        let status = process.terminationReason == .uncaughtSignal
+            ? 128 + process.terminationStatus : process.terminationStatus
+        return ProcessResult(
+            status: status,
+            stdoutData: FileManager.default.contents(atPath: outputDirectory + "/stdout") ?? Data(),
+            stderrData: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data())
+    }
+}
+
+/// The path of the built `sharepipe` binary: `$SHAREPIPE_BINARY` when set, else the one next to the test bundle
+/// (`.build/<configuration>/sharepipe`).
+func sharepipeBinaryPath() throws -> String {
+    if let path = ProcessInfo.processInfo.environment["SHAREPIPE_BINARY"], !path.isEmpty { return path }
+    var directories: [URL] = []
+    if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+    directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
+    directories.append(Bundle.main.bundleURL)
+    for bundle in Bundle.allBundles { directories.append(bundle.bundleURL.deletingLastPathComponent()) }
+    let selfExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    directories.append(selfExecutable.deletingLastPathComponent())
+    for directory in directories {
+        var candidate = directory
+        // Walk up a little: a test bundle may sit inside `<name>.xctest/…`.
+        for _ in 0..<4 {
+            let path = candidate.appendingPathComponent("sharepipe").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+            candidate.deleteLastPathComponent()
+        }
+    }
+    throw SupportError("cannot find the built sharepipe binary next to the tests; set SHAREPIPE_BINARY")
+}
+
+/// The package's root directory (the one holding Package.swift).
+let packageRoot: String = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+/// The path of a file under `Fixtures/`.
+func fixturePath(_ name: String) -> String {
+    packageRoot + "/Fixtures/" + name
+}
+
+/// A temporary directory for one test, removed when the test's body returns.
+func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
+    let path = NSTemporaryDirectory() + "sharepipe-e2e-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try await body(path)
+}
+
+/// Writes bytes to a file, creating missing parent directories, and returns its path.
+@discardableResult
+func writeFile(_ path: String, _ bytes: [UInt8]) throws -> String {
+    try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
+}
+
+/// Writes UTF-8 text to a file, creating missing parent directories, and returns its path.
+@discardableResult
+func writeFile(_ path: String, _ text: String) throws -> String {
+    try writeFile(path, Array(text.utf8))
+}
+
+/// A small but real JPEG header: enough for libmagic to say image/jpeg.
+let jpegBytes: [UInt8] = [
+    0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01,
+    0x00, 0x01, 0x00, 0x00,
+] + [UInt8](repeating: 0x20, count: 64) + [0xFF, 0xD9]
+
+/// A PNG signature and IHDR chunk: enough for libmagic to say image/png.
+let pngBytes: [UInt8] = [
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xDE,
+]
