@@ -1,0 +1,130 @@
+import Glibc
+
+/// Watches the inbox and tells the ingester which top-level entries are ready, and when.
+///
+/// - A file is ready once its writer closed it (or it was moved in, or a scan found it) and it has been quiet for
+///   `settle` with size and mtime unchanged on a fresh `lstat`. A writer that appends in bursts within the settle
+///   window yields one candidate, after the last burst. A file still held open for writing is judged anyway
+///   after `rescanInterval` of quiet (a hard link into the inbox, a writer that went idle).
+/// - A folder is ready once nothing in its whole tree has changed for `settle` and a fresh recursive snapshot
+///   equals the previous one; its sub-folders are watched as they appear.
+/// - Symlinks, FIFOs, sockets and devices are reported at once as `.other`, never opened or followed.
+/// - Ignored names are never reported and never touched; a name that vanishes before it is ready is dropped.
+/// - Everything present at start is a candidate after the same checks; a safety rescan every `rescanInterval`
+///   and after an inotify queue overflow makes sure nothing is stranded.
+/// - With `poll`, no inotify at all: the inbox is scanned every `poll`, and an entry is ready after two equal
+///   consecutive scans.
+///
+/// Each entry is reported once per (name, identity): the watcher expects the consumer to move or delete every
+/// candidate, and forgets it when the name disappears or a new entry is created under it. An entry left in place
+/// unchanged is not reported again. The inbox deleted or moved ends the stream with `ERR_IO`.
+///
+/// The watching runs on a dedicated thread (its waits are blocking `poll(2)` calls); it sleeps when nothing is
+/// pending except for the safety rescan, and stops when the stream's consumer stops (cancelled or gone).
+struct InboxWatcher: Sendable {
+    /// The inbox directory (a symlink to a directory is resolved once, at start).
+    var inbox: String
+    /// The quiet window after the last event before an entry is judged.
+    var settle: Duration
+    /// The scan interval in polling mode; nil to use inotify.
+    var poll: Duration?
+    /// How often, with inotify, the whole inbox is listed again in case an event was missed.
+    var rescanInterval: Duration
+    /// The names to leave alone.
+    var ignore: IgnoreRules
+
+    /// The error that ends the stream when the inbox itself goes away.
+    static let inboxGone = ShareError(.io, "inbox was deleted or moved")
+
+    init(
+        inbox: String, settle: Duration = .milliseconds(250), poll: Duration? = nil,
+        rescanInterval: Duration = .seconds(60), ignore: IgnoreRules = .default
+    ) {
+        self.inbox = inbox
+        self.settle = settle
+        self.poll = poll
+        self.rescanInterval = rescanInterval
+        self.ignore = ignore
+    }
+
+    /// Starts watching and returns the ready entries as they come. The stream's buffer is unbounded, so a consumer
+    /// that falls behind loses nothing. It finishes with an error when the inbox cannot be watched or goes away;
+    /// stopping its consumer stops the watching.
+    func candidates() -> AsyncThrowingStream<InboxCandidate, Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: InboxCandidate.self, throwing: Error.self, bufferingPolicy: .unbounded)
+        do {
+            let wake = try WakeSignal()
+            continuation.onTermination = { _ in wake.signal() }
+            let watcher = self
+            try System.startThread {
+                do {
+                    try watcher.watch(until: wake) { ready in
+                        for candidate in ready { continuation.yield(candidate) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+        } catch {
+            continuation.finish(throwing: error)
+        }
+        return stream
+    }
+
+    /// The watching loop; returns when `wake` is signalled.
+    private func watch(until wake: WakeSignal, yield: ([InboxCandidate]) -> Void) throws {
+        let inbox = try System.resolvedPath(self.inbox)
+        if let poll {
+            var poller = InboxPoller(inbox: inbox, ignore: ignore)
+            repeat {
+                yield(try poller.scan())
+            } while try !System.waitReadable([wake.pollDescriptor], timeout: poll.nanoseconds)[0]
+            return
+        }
+
+        let rescanInterval = self.rescanInterval.nanoseconds
+        var tracker = try InboxTracker(
+            inbox: inbox, settle: settle.nanoseconds, patience: rescanInterval, ignore: ignore)
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var now = System.monotonicNanoseconds()
+        yield(try tracker.rescan(now: now, overflow: false))
+        var nextRescan = now + rescanInterval
+        while true {
+            let deadline = min(tracker.nextDeadline ?? nextRescan, nextRescan)
+            let timeout = deadline > now ? deadline - now : 0
+            let ready = try System.waitReadable([wake.pollDescriptor, tracker.inotify.pollDescriptor], timeout: timeout)
+            if ready[0] { return }
+            if ready[1] {
+                let events = try tracker.inotify.readAvailable(into: &buffer)
+                yield(try tracker.handle(events, now: System.monotonicNanoseconds()))
+            }
+            now = System.monotonicNanoseconds()
+            if now >= nextRescan {
+                yield(try tracker.rescan(now: now, overflow: false))
+                nextRescan = now + rescanInterval
+            }
+            yield(tracker.judgeDue(now: now))
+        }
+    }
+
+    /// The names in the inbox; the inbox gone is `inboxGone`.
+    static func listInbox(_ inbox: String) throws -> [String] {
+        do {
+            return try System.listDirectory(inbox)
+        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            throw inboxGone
+        }
+    }
+}
+
+private extension Duration {
+    /// The duration in whole nanoseconds: 0 for a negative one, saturating for an enormous one.
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? UInt64.max / 2 : whole + UInt64(max(attoseconds, 0) / 1_000_000_000)
+    }
+}
