@@ -15,6 +15,8 @@ struct InboxIngester: Sendable {
         case deferred(ShareError.Code)
         /// Gone before it could be picked up.
         case vanished
+        /// Nothing to share (an empty folder); left alone until it changes.
+        case leftInPlace
     }
 
     static let rejectedDirectory = ".rejected"
@@ -58,6 +60,8 @@ struct InboxIngester: Sendable {
             logger.warning("inbox.deferred", [("code", .string(code.rawValue)), ("name", logger.name(entry))])
         case .vanished:
             logger.debug("inbox.vanished", [("name", logger.name(entry))])
+        case .leftInPlace:
+            logger.debug("inbox.left_in_place", [("name", logger.name(entry))])
         }
     }
 
@@ -80,7 +84,7 @@ struct InboxIngester: Sendable {
         }
         guard !files.isEmpty else {
             // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
-            return .deferred(.unsupportedType)
+            return .leftInPlace
         }
         return await ingest(files: files, entry: entry)
     }

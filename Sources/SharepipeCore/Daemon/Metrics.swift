@@ -16,6 +16,8 @@ public final class Metrics: Sendable {
         var latencyCounts = [Int](repeating: 0, count: Metrics.latencyBuckets.count)
         var latencyCount = 0
         var latencySum = 0.0
+        /// The last ledger event already counted; nil until the first refresh.
+        var ledgerSequence: Int64?
     }
 
     private let state = Mutex(State())
@@ -52,6 +54,31 @@ public final class Metrics: Sendable {
 
     func shareQuarantined(code: ShareError.Code) {
         state.withLock { $0.quarantined[code.rawValue, default: 0] += 1 }
+    }
+
+    /// Counts the consumer's processed, failed and quarantined events recorded since the last refresh. The first
+    /// refresh only remembers where the ledger is, so a restart does not count history again.
+    func refresh(from ledger: Ledger) throws {
+        guard let after = state.withLock({ $0.ledgerSequence }) else {
+            let last = try ledger.lastEventSequence()
+            state.withLock { $0.ledgerSequence = last }
+            return
+        }
+        var sequence = after
+        while true {
+            let events = try ledger.metricEvents(after: sequence)
+            for event in events {
+                switch event.event {
+                case .processed: shareProcessed(latencySeconds: event.latencySeconds)
+                case .failed: shareFailed(code: event.code ?? .processorFailed)
+                case .quarantined: shareQuarantined(code: event.code ?? .processorFailed)
+                default: break
+                }
+            }
+            guard let last = events.last else { break }
+            sequence = last.sequence
+        }
+        state.withLock { $0.ledgerSequence = sequence }
     }
 
     func setQueueDepth(_ depth: Int) {

@@ -1,0 +1,320 @@
+import Glibc
+import Synchronization
+
+/// `sharepipe daemon`: recovery, then the watcher, the ingester and the consumer as long-running parts in one task
+/// group, under the systemd notify protocol. SIGTERM/SIGINT stop it (work in flight finishes or rolls back, exit
+/// 0); SIGHUP reloads limits, accept list and processor.
+public struct Daemon: Sendable {
+    /// Builds a fresh configuration on SIGHUP (re-reading the config file); nil disables reloading.
+    public typealias Reload = @Sendable () throws -> DaemonConfiguration
+    /// Decides whether a share with these declared types (one list per attachment) activates the extension.
+    public typealias Activation = @Sendable ([[String]]) -> (activated: Bool, reason: String)
+
+    let configuration: DaemonConfiguration
+    let registry: TypeRegistry
+    let logger: Logger
+    let notifier: ServiceNotifier
+    let activation: Activation?
+    let reload: Reload?
+
+    /// A daemon; nothing runs until `run()`.
+    public init(
+        configuration: DaemonConfiguration, registry: TypeRegistry = .standard, logger: Logger = Logger(),
+        environment: [String: String] = [:], activation: Activation? = nil, reload: Reload? = nil
+    ) {
+        self.configuration = configuration
+        self.registry = registry
+        self.logger = logger
+        self.notifier = ServiceNotifier(environment: environment)
+        self.activation = activation
+        self.reload = reload
+    }
+
+    /// The processor a configuration names.
+    public static func makeProcessor(_ choice: DaemonConfiguration.ProcessorChoice, registry: TypeRegistry)
+        -> any Processor
+    {
+        switch choice {
+        case .store(let output): StoreProcessor(output: output, registry: registry)
+        case .exec(let command, let timeout): ExecProcessor(command: command, timeout: timeout)
+        case .discard: DiscardProcessor()
+        }
+    }
+
+    /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
+    public func run() async throws -> Int32 {
+        let spool = try Spool(root: configuration.state)
+        let report = try spool.recover()
+        logger.info("daemon.recovered", [
+            ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
+        ])
+        try System.makeDirectories(configuration.inbox, mode: 0o755)
+        let removed = try spool.recoverInbox(configuration.inbox)
+        if !removed.isEmpty {
+            logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
+        }
+        let metrics = Metrics()
+        try metrics.refresh(from: spool.ledger)
+        let processor = ReloadableProcessor(Self.makeProcessor(configuration.processor, registry: registry))
+        let consumer = Consumer(spool: spool, processor: processor, configuration: configuration.consumer)
+        let live = LiveSettings(loader: configuration.loader)
+        let context = Context(
+            spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,
+            queue: IngestQueue())
+        if configuration.oneshot {
+            return try await runOnce(context)
+        }
+        return try await runForever(context)
+    }
+
+    /// What the parts share.
+    struct Context: Sendable {
+        let spool: Spool
+        let metrics: Metrics
+        let consumer: Consumer
+        let processor: ReloadableProcessor
+        let live: LiveSettings
+        let queue: IngestQueue
+    }
+
+    private func ingester(_ context: Context) -> InboxIngester {
+        InboxIngester(
+            inbox: configuration.inbox,
+            loader: ShareLoader(spool: context.spool, registry: registry, configuration: context.live.loader),
+            ignore: IgnoreRules(globs: configuration.ignore), logger: logger, metrics: context.metrics,
+            activation: activation)
+    }
+
+    private func runOnce(_ context: Context) async throws -> Int32 {
+        let ignore = IgnoreRules(globs: configuration.ignore)
+        let names = try System.listDirectory(configuration.inbox).filter { !ignore.ignores($0) }.sorted()
+        let all = await withTaskGroup(of: InboxIngester.Outcome.self) { group in
+            var outcomes: [InboxIngester.Outcome] = []
+            var running = 0
+            for name in names {
+                guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
+                if running >= configuration.ingestConcurrency, let outcome = await group.next() {
+                    outcomes.append(outcome)
+                    running -= 1
+                }
+                running += 1
+                group.addTask { await ingester(context).ingest(InboxCandidate(name: name, status: status)) }
+            }
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        let summary = try await context.consumer.drain()
+        try await refresh(context)
+        let published = all.filter { if case .published = $0 { true } else { false } }.count
+        let rejected = all.filter { if case .rejected = $0 { true } else { false } }.count
+        let deferred = all.filter { if case .deferred = $0 { true } else { false } }.count
+        logger.info("daemon.oneshot_done", [
+            ("published", .int(Int64(published))), ("rejected", .int(Int64(rejected))),
+            ("deferred", .int(Int64(deferred))), ("processed", .int(Int64(summary.processed))),
+            ("quarantined", .int(Int64(summary.quarantined))),
+        ])
+        if deferred > 0 || summary.quarantined > 0 { return 1 }
+        if rejected > 0 { return published > 0 ? 3 : 4 }
+        return 0
+    }
+
+    private func runForever(_ context: Context) async throws -> Int32 {
+        let signals = System.signals([SIGTERM, SIGINT, SIGHUP])
+        let watcher = InboxWatcher(
+            inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
+            rescanInterval: configuration.rescanInterval, ignore: IgnoreRules(globs: configuration.ignore))
+        let candidates = watcher.candidates()
+        notifier.send("READY=1", "STATUS=watching")
+        logger.info("daemon.ready", [
+            ("mode", .string(configuration.poll == nil ? "inotify" : "poll")),
+            ("workers", .int(Int64(configuration.consumer.workers))),
+        ])
+        let stopped = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await ingestLoop(candidates, context)
+                return false
+            }
+            group.addTask {
+                try await retryLoop(context)
+                return false
+            }
+            group.addTask {
+                try await context.consumer.run()
+                return false
+            }
+            group.addTask {
+                try await statusLoop(context)
+                return false
+            }
+            if let interval = notifier.watchdogInterval {
+                group.addTask {
+                    while !Task.isCancelled {
+                        notifier.send("WATCHDOG=1")
+                        try await Task.sleep(for: interval)
+                    }
+                    return false
+                }
+            }
+            group.addTask {
+                for await number in signals {
+                    if number == SIGHUP {
+                        reloadConfiguration(context)
+                    } else {
+                        logger.info("daemon.stopping", [("signal", .int(Int64(number)))])
+                        return true
+                    }
+                }
+                return true
+            }
+            defer { group.cancelAll() }
+            // The first part to end decides: a signal stops everything; a watcher failure is an error.
+            let first = try await group.next() ?? true
+            return first
+        }
+        notifier.send("STOPPING=1")
+        try? await refresh(context)
+        logger.info("daemon.stopped", [("clean", .string(stopped ? "yes" : "no"))])
+        return 0
+    }
+
+    /// Ingests candidates as the watcher reports them, a few at a time.
+    private func ingestLoop(_ candidates: AsyncThrowingStream<InboxCandidate, Error>, _ context: Context) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            for try await candidate in candidates {
+                if running >= configuration.ingestConcurrency {
+                    try await group.next()
+                    running -= 1
+                }
+                running += 1
+                group.addTask { await handle(candidate, context) }
+            }
+        }
+        throw InboxWatcher.inboxGone
+    }
+
+    private func handle(_ candidate: InboxCandidate, _ context: Context) async {
+        guard context.queue.begin(candidate.name) else { return }
+        let outcome = await ingester(context).ingest(candidate)
+        context.queue.end(candidate.name, deferred: outcome.isDeferred, retryAfter: configuration.deferRetry)
+        if case .published = outcome { context.consumer.wake() }
+    }
+
+    /// Tries again, now and then, the entries that could not be ingested (spool full, I/O).
+    private func retryLoop(_ context: Context) async throws {
+        while true {
+            try await Task.sleep(for: configuration.deferRetry)
+            for name in context.queue.due() {
+                guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
+                await handle(InboxCandidate(name: name, status: status), context)
+            }
+        }
+    }
+
+    /// Every 10 s: counters from the ledger, the metrics file, the systemd status line.
+    private func statusLoop(_ context: Context) async throws {
+        while true {
+            try await refresh(context)
+            try await Task.sleep(for: .seconds(10))
+        }
+    }
+
+    private func refresh(_ context: Context) async throws {
+        context.metrics.setQueueDepth((try? context.spool.shareIDs(in: .incoming).count) ?? 0)
+        try? context.metrics.refresh(from: context.spool.ledger)
+        if let path = configuration.metricsFile {
+            do {
+                try context.metrics.write(to: path)
+            } catch {
+                logger.warning("metrics.write_failed", [("code", .string(ShareError.Code.io.rawValue))])
+            }
+        }
+        notifier.send("STATUS=" + context.metrics.statusLine)
+    }
+
+    private func reloadConfiguration(_ context: Context) {
+        guard let reload else {
+            logger.warning("daemon.reload_unavailable")
+            return
+        }
+        do {
+            let fresh = try reload()
+            var changes: [(String, Logger.Value)] = []
+            if fresh.loader.accept != context.live.loader.accept {
+                changes.append(("accept", .string(fresh.loader.accept.joined(separator: ","))))
+            }
+            if fresh.loader.maxFileSize != context.live.loader.maxFileSize {
+                changes.append(("max_file_size", .int(fresh.loader.maxFileSize)))
+            }
+            if fresh.loader.maxShareSize != context.live.loader.maxShareSize {
+                changes.append(("max_share_size", .int(fresh.loader.maxShareSize)))
+            }
+            if fresh.processor != configuration.processor {
+                changes.append(("processor", .string("\(fresh.processor)".prefix(while: { $0 != "(" }).description)))
+            }
+            context.live.loader = fresh.loader
+            context.processor.replace(with: Self.makeProcessor(fresh.processor, registry: registry))
+            logger.info("daemon.reloaded", changes)
+        } catch {
+            logger.error("daemon.reload_failed", [("message", .string("\(error)"))])
+        }
+    }
+}
+
+extension InboxIngester.Outcome {
+    var isDeferred: Bool {
+        if case .deferred = self { return true }
+        return false
+    }
+}
+
+/// Settings SIGHUP may change while the daemon runs.
+final class LiveSettings: Sendable {
+    private let state: Mutex<LoaderConfiguration>
+
+    init(loader: LoaderConfiguration) {
+        state = Mutex(loader)
+    }
+
+    var loader: LoaderConfiguration {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+}
+
+/// Which inbox entries are being ingested, and which wait to be tried again.
+final class IngestQueue: Sendable {
+    private struct State {
+        var inFlight: Set<String> = []
+        var deferred: [String: UInt64] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Claims a name for ingesting; false when it is already in flight.
+    func begin(_ name: String) -> Bool {
+        state.withLock { state in
+            guard !state.inFlight.contains(name) else { return false }
+            state.inFlight.insert(name)
+            state.deferred[name] = nil
+            return true
+        }
+    }
+
+    func end(_ name: String, deferred: Bool, retryAfter: Duration) {
+        state.withLock { state in
+            state.inFlight.remove(name)
+            if deferred {
+                let (seconds, attoseconds) = retryAfter.components
+                state.deferred[name] = System.monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000
+                    + UInt64(attoseconds / 1_000_000_000)
+            }
+        }
+    }
+
+    /// Deferred names whose retry time has come.
+    func due() -> [String] {
+        let now = System.monotonicNanoseconds()
+        return state.withLock { state in state.deferred.filter { $0.value <= now }.map(\.key).sorted() }
+    }
+}

@@ -1,0 +1,44 @@
+/// Everything `sharepipe daemon` is told by its flags and config file.
+public struct DaemonConfiguration: Sendable {
+    /// What happens to a claimed share.
+    public enum ProcessorChoice: Sendable, Equatable {
+        /// Move copies into `output/<group>/`.
+        case store(output: String)
+        /// Run a shell command per copy.
+        case exec(command: String, timeout: Duration)
+        /// Record and delete.
+        case discard
+    }
+
+    /// The watched inbox.
+    public var inbox = "inbox"
+    /// The state directory.
+    public var state = Spool.defaultRoot()
+    /// The processor.
+    public var processor = ProcessorChoice.store(output: "processed")
+    /// Loader limits, accept list and policy.
+    public var loader = LoaderConfiguration()
+    /// Workers, retries, backoff.
+    public var consumer = ConsumerConfiguration()
+    /// Quiet window before an inbox entry is judged complete.
+    public var settle: Duration = .milliseconds(250)
+    /// Poll interval for file systems without inotify; nil uses inotify.
+    public var poll: Duration?
+    /// Safety rescan interval with inotify.
+    public var rescanInterval: Duration = .seconds(60)
+    /// Inbox names left alone (shell globs).
+    public var ignore: [String] = IgnoreRules.defaultGlobs
+    /// Prometheus textfile, replaced every 10 s and on exit.
+    public var metricsFile: String?
+    /// Ingest and consume what is present, then exit.
+    public var oneshot = false
+    /// Shares ingested at the same time.
+    public var ingestConcurrency = 4
+    /// How long to wait before trying again an entry that could not be ingested now (spool full, I/O).
+    public var deferRetry: Duration = .seconds(5)
+    /// How long SIGTERM waits for work in flight.
+    public var shutdownDeadline: Duration = .seconds(10)
+
+    /// The defaults documented in the README.
+    public init() {}
+}

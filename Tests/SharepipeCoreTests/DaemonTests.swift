@@ -1,0 +1,98 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import SharepipeCore
+
+@Suite(.timeLimit(.minutes(1))) struct DaemonTests {
+    func configuration(_ dir: String) -> DaemonConfiguration {
+        var configuration = DaemonConfiguration()
+        configuration.inbox = dir + "/inbox"
+        configuration.state = dir + "/state"
+        configuration.processor = .store(output: dir + "/processed")
+        configuration.settle = .milliseconds(100)
+        configuration.consumer.retryDelay = .milliseconds(10)
+        return configuration
+    }
+
+    func files(under path: String) -> [String] {
+        (FileManager.default.enumerator(atPath: path)?.allObjects as? [String] ?? []).filter {
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path + "/" + $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }.sorted()
+    }
+
+    @Test func oneshotIngestsFilesAndFoldersAndRejectsHostileEntries() async throws {
+        try await withTemporaryDirectory { dir in
+            var configuration = configuration(dir)
+            configuration.oneshot = true
+            let inbox = configuration.inbox
+            try FileManager.default.createDirectory(atPath: inbox + "/album/nested", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: fixture("files/photo.jpg"), toPath: inbox + "/photo.jpg")
+            try FileManager.default.copyItem(atPath: fixture("files/image.png"), toPath: inbox + "/album/a.png")
+            try FileManager.default.copyItem(atPath: fixture("files/notes.txt"), toPath: inbox + "/album/nested/b.txt")
+            try FileManager.default.copyItem(atPath: fixture("hostile/lying.jpg"), toPath: inbox + "/lying.jpg")
+            try writeFile(inbox + "/.hidden", "hidden")
+            try writeFile(inbox + "/download.part", "partial")
+            try writeFile(dir + "/secret.txt", "secret")
+            try FileManager.default.createSymbolicLink(atPath: inbox + "/link.txt", withDestinationPath: dir + "/secret.txt")
+            #expect(mkfifo(inbox + "/pipe", 0o600) == 0)
+
+            let lines = Mutex<[String]>([])
+            let logger = Logger(sink: { line in lines.withLock { $0.append(line) } })
+            let status = try await Daemon(configuration: configuration, logger: logger).run()
+
+            #expect(status == 3)
+            #expect(files(under: dir + "/processed") == ["image/a.png", "image/photo.jpg", "text/b.txt"])
+            let inboxLeft = try System.listDirectory(inbox).sorted()
+            #expect(inboxLeft == [".hidden", ".rejected", "download.part"])
+            let rejected = try System.listDirectory(inbox + "/.rejected").sorted()
+            #expect(rejected == [
+                "link.txt", "link.txt.reason.json", "lying.jpg", "lying.jpg.reason.json", "pipe", "pipe.reason.json",
+            ])
+            let reason = try JSONSerialization.jsonObject(
+                with: Data(try System.readFile(inbox + "/.rejected/lying.jpg.reason.json"))) as? [String: Any]
+            #expect(reason?["code"] as? String == "ERR_TYPE_MISMATCH")
+            #expect(reason?["sniffedMimeType"] as? String == "text/plain")
+            let linkReason = try JSONSerialization.jsonObject(
+                with: Data(try System.readFile(inbox + "/.rejected/link.txt.reason.json"))) as? [String: Any]
+            #expect(linkReason?["code"] as? String == "ERR_NOT_REGULAR_FILE")
+            #expect(try String(contentsOfFile: dir + "/secret.txt", encoding: .utf8) == "secret")
+            let spool = try Spool(root: configuration.state)
+            for stage in Spool.Stage.allCases {
+                #expect(try spool.shareIDs(in: stage).isEmpty, "\(stage) is not empty")
+            }
+            let log = lines.withLock { $0.joined(separator: "\n") }
+            #expect(!log.contains("lying.jpg") && !log.contains("secret"))
+        }
+    }
+
+    @Test func liveDaemonIngestsDropsAndStopsOnCancellation() async throws {
+        try await withTemporaryDirectory { dir in
+            var configuration = configuration(dir)
+            configuration.processor = .discard
+            let daemon = Daemon(configuration: configuration, logger: Logger(level: .error))
+            let task = Task { try await daemon.run() }
+            try await Task.sleep(for: .milliseconds(300))
+            for index in 0..<20 {
+                try writeFile(configuration.inbox + "/note-\(index).txt", "note \(index)")
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var left = try System.listDirectory(configuration.inbox)
+            while ContinuousClock.now < deadline && !left.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                left = try System.listDirectory(configuration.inbox)
+            }
+            #expect(left.isEmpty)
+            let spool = try Spool(root: configuration.state)
+            var pending = try spool.shareIDs(in: .incoming) + spool.shareIDs(in: .processing)
+            while ContinuousClock.now < deadline && !pending.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                pending = try spool.shareIDs(in: .incoming) + spool.shareIDs(in: .processing)
+            }
+            #expect(pending.isEmpty)
+            task.cancel()
+            _ = try? await task.value
+        }
+    }
+}
