@@ -67,6 +67,29 @@ import Testing
         }
     }
 
+    @Test func oddNamesAreIngestedWithoutLosingBytes() async throws {
+        try await withTemporaryDirectory { dir in
+            var configuration = configuration(dir)
+            configuration.oneshot = true
+            try FileManager.default.createDirectory(atPath: configuration.inbox, withIntermediateDirectories: true)
+            // Copied byte for byte with cp: the names include invalid UTF-8, which Swift strings cannot carry.
+            let copy = Process()
+            copy.executableURL = URL(fileURLWithPath: "/bin/sh")
+            copy.arguments = ["-c", "cp -- \"$0\"/*.jpg \"$1\"/", fixture("hostile"), configuration.inbox]
+            try copy.run()
+            copy.waitUntilExit()
+            let dropped = try FileManager.default.contentsOfDirectory(atPath: configuration.inbox).count
+            let status = try await Daemon(configuration: configuration, logger: Logger(level: .error)).run()
+            #expect(status == 3)
+            let stored = files(under: dir + "/processed/image")
+            let rejected = try System.listDirectory(configuration.inbox + "/.rejected").filter { !$0.hasSuffix(".reason.json") }
+            // lying.jpg is text and truncated.jpg still sniffs as JPEG: every other odd name is stored.
+            #expect(rejected == ["lying.jpg"])
+            #expect(stored.count == dropped - 1)
+            #expect(try System.listDirectory(configuration.inbox) == [".rejected"])
+        }
+    }
+
     @Test func liveDaemonIngestsDropsAndStopsOnCancellation() async throws {
         try await withTemporaryDirectory { dir in
             var configuration = configuration(dir)

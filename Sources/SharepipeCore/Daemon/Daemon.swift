@@ -87,7 +87,7 @@ public struct Daemon: Sendable {
 
     private func runOnce(_ context: Context) async throws -> Int32 {
         let ignore = IgnoreRules(globs: configuration.ignore)
-        let names = try System.listDirectory(configuration.inbox).filter { !ignore.ignores($0) }.sorted()
+        let names = try System.listDirectory(configuration.inbox, repairingNames: true).filter { !ignore.ignores($0) }.sorted()
         let all = await withTaskGroup(of: InboxIngester.Outcome.self) { group in
             var outcomes: [InboxIngester.Outcome] = []
             var running = 0

@@ -71,7 +71,7 @@ struct InboxIngester: Sendable {
         var files: [(String, FileStatus)] = []
         var pending = [path]
         while let directory = pending.popLast() {
-            guard let names = try? System.listDirectory(directory) else { continue }
+            guard let names = try? System.listDirectory(directory, repairingNames: true) else { continue }
             for name in names.sorted() where !ignore.ignores(name) {
                 let child = directory + "/" + name
                 guard let status = try? System.lstatIfPresent(child) else { continue }

@@ -59,9 +59,17 @@ struct Inotify: ~Copyable {
                 var offset = 0
                 var event = sharepipe_inotify_event()
                 while sharepipe_inotify_next(start, count, &offset, &event) == 1 {
-                    events.append(InotifyEvent(
-                        watch: event.wd, mask: event.mask, cookie: event.cookie,
-                        name: event.name.map { String(cString: $0) }))
+                    guard let name = event.name else {
+                        events.append(InotifyEvent(watch: event.wd, mask: event.mask, cookie: event.cookie, name: nil))
+                        continue
+                    }
+                    guard let valid = String(validatingCString: name) else {
+                        // A name that is not UTF-8 can only be reached by a listing, which repairs it: ask for one.
+                        events.append(InotifyEvent(
+                            watch: event.wd, mask: UInt32(IN_Q_OVERFLOW), cookie: event.cookie, name: nil))
+                        continue
+                    }
+                    events.append(InotifyEvent(watch: event.wd, mask: event.mask, cookie: event.cookie, name: valid))
                 }
             }
         }

@@ -84,7 +84,13 @@ enum System {
     }
 
     /// Names in a directory, without `.` and `..`, in no particular order.
-    static func listDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> [String] {
+    ///
+    /// A name that is not valid UTF-8 cannot be held in a Swift `String` and so could never be opened again. With
+    /// `repairingNames`, such an entry is renamed (never replacing anything) to its repaired form — each invalid
+    /// byte becomes U+FFFD — so the file can be handled at all; without it, such entries are skipped.
+    static func listDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD, repairingNames: Bool = false)
+        throws -> [String]
+    {
         let fd = try call("open") { openat(directory, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard let stream = fdopendir(fd) else {
             let code = Glibc.errno
@@ -93,17 +99,42 @@ enum System {
         }
         defer { closedir(stream) }
         var names: [String] = []
+        var invalid: [[UInt8]] = []
         while true {
             Glibc.errno = 0
             guard let entry = readdir(stream) else {
                 if Glibc.errno != 0 { throw error("readdir", errno: Glibc.errno) }
-                return names
+                break
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            let raw = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix(while: { $0 != 0 })) }
+            guard let name = String(validating: raw, as: UTF8.self) else {
+                invalid.append(raw)
+                continue
             }
             if name != "." && name != ".." { names.append(name) }
         }
+        if repairingNames {
+            for raw in invalid {
+                if let repaired = try? repairName(raw, in: dirfd(stream)) { names.append(repaired) }
+            }
+        }
+        return names
+    }
+
+    /// Renames an entry whose name is not valid UTF-8 to `<repaired>`, `<repaired> (1)` …; returns the new name.
+    private static func repairName(_ raw: [UInt8], in directory: Int32) throws -> String {
+        let repaired = String(decoding: raw, as: UTF8.self)
+        let oldName = (raw + [0]).map { CChar(bitPattern: $0) }
+        for attempt in 0..<1000 {
+            let candidate = attempt == 0 ? repaired : "\(repaired) (\(attempt))"
+            do {
+                _ = try call("renameat2") { sharepipe_renameat_noreplace(directory, oldName, directory, candidate) }
+                return candidate
+            } catch let error as ShareError where error.errno == EEXIST {
+                continue
+            }
+        }
+        throw ShareError(.io, "no free name to repair an entry whose name is not UTF-8", errno: EEXIST)
     }
 
     /// Removes a file or a whole tree; never follows a symlink; absent is fine.

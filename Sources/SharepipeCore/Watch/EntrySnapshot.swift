@@ -32,7 +32,7 @@ struct EntrySnapshot: Equatable, Sendable {
             let directory = relative.isEmpty ? path : path + "/" + relative
             let names: [String]
             do {
-                names = try System.listDirectory(directory)
+                names = try System.listDirectory(directory, repairingNames: true)
             } catch {
                 records.append(Record(failedAt: relative, error))
                 continue

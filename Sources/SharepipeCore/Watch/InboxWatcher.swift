@@ -112,7 +112,7 @@ struct InboxWatcher: Sendable {
     /// The names in the inbox; the inbox gone is `inboxGone`.
     static func listInbox(_ inbox: String) throws -> [String] {
         do {
-            return try System.listDirectory(inbox)
+            return try System.listDirectory(inbox, repairingNames: true)
         } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
             throw inboxGone
         }
