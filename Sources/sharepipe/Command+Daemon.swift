@@ -1,0 +1,162 @@
+import Foundation
+import SharepipeCore
+
+/// `sharepipe daemon`: watch the inbox, ingest, consume, delete — until SIGTERM.
+struct DaemonCommand: Command {
+    static let name = "daemon"
+    static let abstract = "Watch an inbox, turn drops into shares, process them and delete the copies."
+    static let discussion = """
+        Each file dropped into the inbox becomes a one-attachment share and each folder one multi-attachment share,
+        once it has been quiet for --settle. Published shares are processed by --processor and deleted. What cannot
+        be ingested goes to INBOX/.rejected/ with a .reason.json; nothing in the inbox is deleted unless its share
+        was published. --config FILE is JSON whose keys are these long option names; the command line wins.
+        Under systemd: Type=notify (READY, STATUS, WATCHDOG, STOPPING); SIGTERM stops, SIGHUP reloads --config.
+        """
+
+    static let inbox = Option("inbox", .path(placeholder: "DIR"), default: "inbox", help: "The watched inbox.")
+    static let config = Option("config", .path, help: "JSON file of defaults for these options.")
+    static let accept = ListOption(
+        "accept", .string(placeholder: "TYPE"), default: "public.item", help: "Accepted types (conformance).")
+    static let policy = Option(
+        "policy", .choice(SharePolicy.self), default: "keep-successful",
+        help: "What a failed attachment does to a folder's share.")
+    static let maxFileSize = Option("max-file-size", .size, default: "4G", help: "Largest attachment.")
+    static let maxShareSize = Option("max-share-size", .size, default: "16G", help: "Largest share.")
+    static let maxAttachments = Option(
+        "max-attachments", .positiveInteger, default: "100", help: "Most files in one folder share.")
+    static let loadTimeout = Option("load-timeout", .milliseconds, default: "30000", help: "Load timeout in ms.")
+    static let settle = Option(
+        "settle", .milliseconds, default: "250", help: "Quiet time (ms) before a drop counts as complete.")
+    static let poll = Option(
+        "poll", .milliseconds, help: "Scan every MS instead of inotify (NFS, SMB, FUSE); ready after two equal scans.")
+    static let rescan = Option(
+        "rescan-interval", .milliseconds, default: "60000", help: "Safety rescan interval (ms) with inotify.")
+    static let activationRule = Option(
+        "activation-rule", .path, help: "Reject drops an extension with this NSExtensionActivationRule would not take.")
+    static let ignore = ListOption(
+        "ignore", .string(placeholder: "GLOB"), default: defaultIgnore, help: "Inbox names to leave alone.")
+    static let metricsFile = Option(
+        "metrics-file", .path(placeholder: "PATH"), help: "Prometheus textfile, replaced every 10 s and on exit.")
+    static let logFormat = Option(
+        "log-format", .choice(["logfmt", "json"]), default: "logfmt", help: "Log line format on stderr.")
+    static let logLevel = Option(
+        "log-level", .choice(["debug", "info", "warning", "error"]), default: "info", help: "Lowest level logged.")
+    static let logNames = Flag("log-names", help: "Allow file names in logs (never content).")
+    static let oneshot = Flag("oneshot", help: "Ingest and process what is in the inbox now, then exit.")
+
+    static let defaultIgnore = ".*,*.part,*.tmp,*.crdownload,~$*,Thumbs.db,desktop.ini,@eaDir,__MACOSX"
+
+    static let options: [any OptionDeclaration] = [
+        inbox, ProcessorOptions.state, config,
+    ] + ProcessorOptions.processorOptions + [
+        accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
+        CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
+    ]
+
+    let arguments: ParsedArguments
+
+    init(arguments: ParsedArguments) throws {
+        self.arguments = arguments
+        _ = try Self.settings(arguments)
+    }
+
+    /// The command line, with the config file's values under it.
+    static func merged(_ arguments: ParsedArguments) throws -> ParsedArguments {
+        guard let path = arguments[config] else { return arguments }
+        let values: [String: ConfigValue]
+        do {
+            values = try JSONDecoder().decode([String: ConfigValue].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch let error as DecodingError {
+            throw ValidationError(option: config, "\(path) is not a JSON object of option values: \(error)")
+        } catch {
+            throw ValidationError(option: config, "cannot read \(path): \(error.localizedDescription)")
+        }
+        guard values["config"] == nil else { throw ValidationError(option: config, "\(path): \"config\" cannot nest") }
+        let fallbacks = values.mapValues(\.texts)
+        return try arguments.addingFallbacks(fallbacks, origin: path)
+    }
+
+    struct Settings {
+        var configuration: DaemonConfiguration
+        var registry: TypeRegistry
+        var logger: Logger
+        var activation: ActivationRule?
+    }
+
+    /// Everything the daemon needs, from the command line over the config file.
+    static func settings(_ given: ParsedArguments) throws -> Settings {
+        let arguments = try merged(given)
+        var configuration = DaemonConfiguration()
+        configuration.inbox = arguments[inbox]!
+        configuration.state = ProcessorOptions.stateDirectory(arguments)
+        configuration.processor = try ProcessorOptions.processorChoice(arguments)
+        configuration.consumer = ProcessorOptions.consumerConfiguration(arguments)
+        configuration.loader.accept = arguments[accept]
+        configuration.loader.policy = arguments[policy]!
+        configuration.loader.maxFileSize = arguments[maxFileSize]!
+        configuration.loader.maxShareSize = arguments[maxShareSize]!
+        configuration.loader.maxAttachments = arguments[maxAttachments]!
+        configuration.loader.loadTimeout = .milliseconds(arguments[loadTimeout]!)
+        configuration.settle = .milliseconds(arguments[settle]!)
+        configuration.poll = arguments[poll].map { .milliseconds(max(1, $0)) }
+        configuration.rescanInterval = .milliseconds(max(1, arguments[rescan]!))
+        configuration.ignore = arguments[ignore]
+        configuration.metricsFile = arguments[metricsFile]
+        configuration.oneshot = arguments[oneshot]
+        let registry = try loadTypeRegistry(arguments)
+        var activation: ActivationRule?
+        if let path = arguments[activationRule] {
+            do {
+                activation = try ActivationRule.load(from: path)
+            } catch {
+                throw ValidationError(option: activationRule, "\(error)")
+            }
+        }
+        let logger = Logger(
+            format: Logger.Format(rawValue: arguments[logFormat]!) ?? .logfmt,
+            level: Logger.Level(rawValue: arguments[logLevel]!) ?? .info, logsNames: arguments[logNames])
+        return Settings(configuration: configuration, registry: registry, logger: logger, activation: activation)
+    }
+
+    func run() async throws -> ExitCode {
+        let settings = try Self.settings(arguments)
+        let given = arguments
+        let registry = settings.registry
+        var check: Daemon.Activation?
+        if let rule = settings.activation {
+            check = { attachments in
+                let result = rule.evaluate(attachments, registry: registry)
+                return (result.activated, result.reason)
+            }
+        }
+        let daemon = Daemon(
+            configuration: settings.configuration, registry: registry, logger: settings.logger,
+            environment: ProcessInfo.processInfo.environment, activation: check,
+            reload: { try Self.settings(given).configuration })
+        do {
+            let status = try await daemon.run()
+            return ExitCode(rawValue: status) ?? .failure
+        } catch let error as ShareError {
+            settings.logger.error("daemon.failed", [("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+            throw error
+        }
+    }
+}
+
+/// One value of a config file: a string, a number, a boolean or a list of them, read as option text.
+private struct ConfigValue: Decodable {
+    let texts: [String]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let flag = try? container.decode(Bool.self) {
+            texts = [String(flag)]
+        } else if let number = try? container.decode(Int64.self) {
+            texts = [String(number)]
+        } else if let text = try? container.decode(String.self) {
+            texts = [text]
+        } else {
+            texts = try container.decode([ConfigValue].self).flatMap(\.texts)
+        }
+    }
+}
