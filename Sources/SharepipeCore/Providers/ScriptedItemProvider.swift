@@ -102,12 +102,8 @@ public final class ScriptedItemProvider: ItemProvider {
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (URL?, (any Error)?) -> Void
     ) {
         schedule(typeIdentifier) { representation in
-            if let error = Self.scriptedError(representation) {
-                completion(nil, error)
-                return
-            }
-            if representation.noFile {
-                completion(nil, nil)
+            if let failure = Self.scriptedFailure(representation) {
+                completion(nil, failure)
                 return
             }
             let url: URL
@@ -126,12 +122,8 @@ public final class ScriptedItemProvider: ItemProvider {
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
         schedule(typeIdentifier) { representation in
-            if let error = Self.scriptedError(representation) {
-                completion(nil, error)
-                return
-            }
-            if representation.noFile {
-                completion(nil, nil)
+            if let failure = Self.scriptedFailure(representation) {
+                completion(nil, failure)
                 return
             }
             switch representation.source {
@@ -149,8 +141,12 @@ public final class ScriptedItemProvider: ItemProvider {
         }
     }
 
-    private static func scriptedError(_ representation: Representation) -> ShareError? {
-        representation.error.map { ShareError($0, "the provider reported an error (scripted)") }
+    /// What a failing representation hands the completion instead of a file: an error, or nothing at all
+    /// (`noFile`); nil when it delivers.
+    private static func scriptedFailure(_ representation: Representation) -> (any Error)?? {
+        if let code = representation.error { return .some(ShareError(code, "the provider reported an error (scripted)")) }
+        if representation.noFile { return .some(nil) }
+        return nil
     }
 
     /// Runs `deliver` as scripted: never, after a delay, on the caller's thread or a queue, once or twice.
