@@ -9,6 +9,12 @@ extension CommandLineTool {
         abstract: "A share-extension ingest pipeline: load shared attachments safely, spool them, process them.",
         commands: [
             TypesCommand.self,
+            ConsumeCommand.self,
+            StatusCommand.self,
+            LsCommand.self,
+            RequeueCommand.self,
+            PurgeCommand.self,
+            DoctorCommand.self,
         ])
 }
 

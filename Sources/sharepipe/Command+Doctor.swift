@@ -1,0 +1,113 @@
+import SharepipeCore
+
+/// `sharepipe doctor`: one line per host check, with a hint for whatever is wrong; non-zero on any failure.
+struct DoctorCommand: Command {
+    static let inbox = Option(
+        "inbox", .path(placeholder: "DIR"), help: "The inbox to check (default: the config file's, else ./inbox).")
+    static let config = Option(
+        "config", .path,
+        help: "Check this daemon config file too; its state directory and inbox are checked unless given here.")
+
+    static let name = "doctor"
+    static let abstract = "Check that this host can run sharepipe; exit 1 when a check fails."
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state, inbox, config, CommonOptions.json]
+    static let discussion = """
+        Checks: libmagic's database loads and sniffs a JPEG header as image/jpeg; the state directory exists (or
+        can be created) and takes new files; its stage directories share one file system; the inbox is readable
+        and writable (or can be created); an inotify instance can be created, with the limits from
+        /proc/sys/fs/inotify (unknown, not a failure, under systemd's ProcSubset=pid); free space on the state
+        directory's file system (a warning under 100 MiB, a failure under the 64 MiB the loader needs); and with
+        --config, that the file parses and every key is a daemon option with a valid value. Nothing is created or
+        changed: writability is proven with an empty probe file that is removed at once.
+        """
+
+    /// One check in the JSON array; every key always present, `hint` null when the check passed.
+    struct Entry: Encodable {
+        var check: String
+        var ok: Bool
+        /// `ok`, `warn` or `fail`.
+        var status: String
+        var detail: String
+        var hint: String?
+
+        enum CodingKeys: String, CodingKey {
+            case check, ok, status, detail, hint
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(check, forKey: .check)
+            try container.encode(ok, forKey: .ok)
+            try container.encode(status, forKey: .status)
+            try container.encode(detail, forKey: .detail)
+            try container.encode(hint, forKey: .hint)
+        }
+    }
+
+    let state: String?
+    let inboxPath: String?
+    let configPath: String?
+    let json: Bool
+
+    init(arguments: ParsedArguments) throws {
+        state = arguments[ProcessorOptions.state]
+        inboxPath = arguments[Self.inbox]
+        configPath = arguments[Self.config]
+        json = arguments[CommonOptions.json]
+    }
+
+    func run() throws -> ExitCode {
+        var state = state ?? Spool.defaultRoot()
+        var inbox = inboxPath ?? "inbox"
+        var configCheck: DiagnosticCheck?
+        // The daemon's own reading of its flags and config file decides what a valid config is, and which state
+        // directory and inbox it would use.
+        do {
+            let tokens = [("state", self.state), ("inbox", inboxPath), ("config", configPath)]
+                .compactMap { name, value in value.map { "--\(name)=\($0)" } }
+            let settings = try DaemonCommand.settings(
+                ParsedArguments(parsing: tokens, options: DaemonCommand.options, positionals: []))
+            state = settings.configuration.state
+            inbox = settings.configuration.inbox
+            if let configPath {
+                configCheck = DiagnosticCheck(
+                    name: "config", status: .ok, detail: "\(configPath) is valid: every key is a daemon option")
+            }
+        } catch {
+            configCheck = DiagnosticCheck(
+                name: "config", status: .failure, detail: "\(error)",
+                hint: "keys are the long option names of \"sharepipe daemon --help\", values as on the command line")
+        }
+        let checks = Diagnostics.run(state: state, inbox: inbox) + (configCheck.map { [$0] } ?? [])
+        if json {
+            try Output.printJSON(checks.map {
+                Entry(check: $0.name, ok: $0.ok, status: $0.status.rawValue, detail: $0.detail, hint: $0.hint)
+            })
+        } else {
+            printReport(checks)
+        }
+        return checks.allSatisfy(\.ok) ? .success : .failure
+    }
+
+    private func printReport(_ checks: [DiagnosticCheck]) {
+        var rows: [[String]] = []
+        for check in checks {
+            let label: String
+            switch check.status {
+            case .ok: label = Output.styled("ok", .green, for: .standardOutput)
+            case .warning: label = Output.styled("warn", .yellow, for: .standardOutput)
+            case .failure: label = Output.styled("FAIL", .red, for: .standardOutput)
+            }
+            rows.append([label, check.name, check.detail])
+            if let hint = check.hint {
+                rows.append(["", "", Output.styled("hint: " + hint, .dim, for: .standardOutput)])
+            }
+        }
+        Output.write(Output.table(rows))
+        let failed = checks.filter { $0.status == .failure }.count
+        let warned = checks.filter { $0.status == .warning }.count
+        var summary = failed == 0 ? "all \(checks.count) checks passed" : "\(failed) of \(checks.count) checks failed"
+        if warned > 0 { summary += ", \(warned) warning\(warned == 1 ? "" : "s")" }
+        Output.write("doctor: \(summary)\n", to: .standardError)
+    }
+}

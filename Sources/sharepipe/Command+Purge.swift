@@ -1,0 +1,70 @@
+import SharepipeCore
+
+extension ValueParser where Value == Duration {
+    /// A non-negative duration with a unit: `500ms`, `30s`, `15m`, `12h`, `7d`, `2w`; a fraction such as `1.5h` too.
+    static var duration: ValueParser<Duration> {
+        ValueParser(placeholder: "DURATION") { text in
+            let units: [(suffix: String, milliseconds: Double)] = [
+                ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000),
+            ]
+            let lower = text.lowercased()
+            guard let unit = units.first(where: { lower.hasSuffix($0.suffix) }),
+                let number = Double(lower.dropLast(unit.suffix.count)), number.isFinite, number >= 0,
+                lower.first?.isNumber == true, number * unit.milliseconds < 1e15
+            else {
+                throw ValidationError("expected a duration such as 30m, 12h or 7d, got \(text.debugDescription)")
+            }
+            return .milliseconds(Int64((number * unit.milliseconds).rounded()))
+        }
+    }
+}
+
+/// `sharepipe purge --quarantine`: deletes quarantined shares, all of them or those older than a duration.
+struct PurgeCommand: Command {
+    static let quarantine = Flag("quarantine", help: "Delete quarantined shares (required: the only thing purge does).")
+    static let olderThan = Option(
+        "older-than", .duration,
+        help: "Only shares quarantined at least this long ago, such as 12h or 7d (default: all of them).")
+
+    static let name = "purge"
+    static let abstract = "Delete quarantined shares, all of them or those older than a duration."
+    static let options: [any OptionDeclaration] = [quarantine, olderThan, ProcessorOptions.state, CommonOptions.json]
+    static let usage = "--quarantine [--older-than DURATION] [options]"
+    static let discussion = """
+        The copies and reason.json of each share are deleted for good; the ledger keeps a record that they were.
+        A running consumer also purges quarantined shares after a week. The state directory must exist (a missing
+        one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+        """
+
+    /// The JSON shape: the ids deleted.
+    struct Report: Encodable {
+        var purged: [String]
+    }
+
+    let olderThan: Duration?
+    let state: String
+    let json: Bool
+
+    init(arguments: ParsedArguments) throws {
+        guard arguments[Self.quarantine] else {
+            throw ValidationError(option: Self.quarantine, "required: purge only deletes quarantined shares")
+        }
+        olderThan = arguments[Self.olderThan]
+        state = ProcessorOptions.stateDirectory(arguments)
+        json = arguments[CommonOptions.json]
+    }
+
+    func run() throws -> ExitCode {
+        let spool = try Spool.openExisting(root: state)
+        let purged = try spool.purgeQuarantine(olderThan: olderThan)
+        if json {
+            try Output.printJSON(Report(purged: purged))
+        } else {
+            let left = try spool.shareIDs(in: .quarantine).count
+            let plural = purged.count == 1 ? "" : "s"
+            Output.write(
+                "purged \(purged.count) quarantined share\(plural); \(left) left in quarantine\n", to: .standardError)
+        }
+        return .success
+    }
+}

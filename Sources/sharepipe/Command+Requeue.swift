@@ -1,0 +1,54 @@
+import Foundation
+import SharepipeCore
+
+/// `sharepipe requeue SHARE-ID`: a quarantined share goes back to `incoming` with its attempts reset.
+struct RequeueCommand: Command {
+    static let name = "requeue"
+    static let abstract = "Move a quarantined share back to incoming, its attempts reset."
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as \"sharepipe ls\" shows it.")]
+    static let discussion = """
+        The next consumer (a running daemon, or "sharepipe consume") processes it again with the same share and
+        file ids. Exit status 1 when the share is not in quarantine or the state directory cannot be used.
+        """
+
+    /// The JSON shape.
+    struct Report: Encodable {
+        var shareId: String
+        var stage: String
+    }
+
+    let shareID: String
+    let state: String
+    let json: Bool
+
+    init(arguments: ParsedArguments) throws {
+        let text = arguments.positionals[0]
+        // Share ids are written in upper case; accept any case.
+        guard let uuid = UUID(uuidString: text) else {
+            throw ValidationError("SHARE-ID: expected a share id (a UUID), got \(text.debugDescription)")
+        }
+        shareID = uuid.uuidString
+        state = ProcessorOptions.stateDirectory(arguments)
+        json = arguments[CommonOptions.json]
+    }
+
+    func run() throws -> ExitCode {
+        let spool = try Spool.openExisting(root: state)
+        guard spool.stage(ofShare: shareID) == .quarantine else {
+            if let stage = spool.stage(ofShare: shareID) {
+                Output.printError("share \(shareID) is in \(stage.rawValue), not in quarantine; nothing to requeue")
+            } else {
+                Output.printError("no share \(shareID) in \(spool.root); \"sharepipe ls\" lists the shares")
+            }
+            return .failure
+        }
+        try spool.requeue(shareID)
+        if json {
+            try Output.printJSON(Report(shareId: shareID, stage: Spool.Stage.incoming.rawValue))
+        } else {
+            Output.write("requeued \(shareID): back in incoming\n", to: .standardError)
+        }
+        return .success
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import SharepipeCore
+
+/// An age for people: `42s`, `5m 3s`, `3h 2m`, `2d 4h`.
+func formatAge(seconds: Int) -> String {
+    let seconds = max(0, seconds)
+    switch seconds {
+    case ..<60: return "\(seconds)s"
+    case ..<3600: return "\(seconds / 60)m \(seconds % 60)s"
+    case ..<86_400: return "\(seconds / 3600)h \(seconds % 3600 / 60)m"
+    default: return "\(seconds / 86_400)d \(seconds % 86_400 / 3600)h"
+    }
+}
+
+/// Whole seconds from `date` to now; never negative.
+func secondsSince(_ date: Date, now: Date = Date()) -> Int {
+    max(0, Int(now.timeIntervalSince(date).rounded(.down)))
+}
+
+/// `sharepipe status`: shares per stage, pending bytes, the oldest pending share, failures of the last 24 hours.
+struct StatusCommand: Command {
+    static let name = "status"
+    static let abstract = "Show shares per stage, pending bytes and the last 24 hours' failures by code."
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let discussion = """
+        Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. The state
+        directory must exist: status never creates it (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+        """
+
+    /// The JSON shape: every key always present.
+    struct Report: Encodable {
+        /// Shares per stage directory.
+        struct Stages: Encodable {
+            var staging: Int
+            var incoming: Int
+            var processing: Int
+            var quarantine: Int
+        }
+
+        var state: String
+        var stages: Stages
+        var pendingBytes: Int64
+        var oldestPendingAgeSeconds: Int?
+        var recentFailures: [String: Int]
+        var processed: Int
+        var rejected: Int
+
+        enum CodingKeys: String, CodingKey {
+            case state, stages, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(state, forKey: .state)
+            try container.encode(stages, forKey: .stages)
+            try container.encode(pendingBytes, forKey: .pendingBytes)
+            try container.encode(oldestPendingAgeSeconds, forKey: .oldestPendingAgeSeconds)
+            try container.encode(recentFailures, forKey: .recentFailures)
+            try container.encode(processed, forKey: .processed)
+            try container.encode(rejected, forKey: .rejected)
+        }
+    }
+
+    let state: String
+    let json: Bool
+
+    init(arguments: ParsedArguments) throws {
+        state = ProcessorOptions.stateDirectory(arguments)
+        json = arguments[CommonOptions.json]
+    }
+
+    func run() throws -> ExitCode {
+        let spool = try Spool.openExisting(root: state)
+        let status = try spool.status()
+        func count(_ stage: Spool.Stage) throws -> Int { try spool.shareIDs(in: stage).count }
+        let report = Report(
+            state: spool.root,
+            stages: Report.Stages(
+                staging: try count(.staging), incoming: try count(.incoming), processing: try count(.processing),
+                quarantine: try count(.quarantine)),
+            pendingBytes: status.pendingBytes,
+            oldestPendingAgeSeconds: status.oldestPendingCreatedAt.map { secondsSince($0) },
+            recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
+            processed: status.processed, rejected: status.rejected)
+        if json {
+            try Output.printJSON(report)
+        } else {
+            printTable(report)
+        }
+        return .success
+    }
+
+    private func printTable(_ report: Report) {
+        let stages = report.stages
+        let pendingShares = stages.staging + stages.incoming + stages.processing
+        let plural = pendingShares == 1 ? "" : "s"
+        var pending = "\(pendingShares) share\(plural), \(Output.formatBytes(report.pendingBytes))"
+        if let age = report.oldestPendingAgeSeconds { pending += ", oldest \(formatAge(seconds: age)) old" }
+        let failures = report.recentFailures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        let quarantine = stages.quarantine > 0
+            ? Output.styled(String(stages.quarantine), .yellow, for: .standardOutput) : String(stages.quarantine)
+        let rows = [
+            ["state", report.state],
+            ["staging", String(stages.staging)],
+            ["incoming", String(stages.incoming)],
+            ["processing", String(stages.processing)],
+            ["quarantine", quarantine],
+            ["pending", pending],
+            ["processed", String(report.processed)],
+            ["rejected", String(report.rejected)],
+            ["failures (24 h)", failures.isEmpty ? "none" : failures.joined(separator: ", ")],
+        ]
+        Output.write(Output.table(rows))
+    }
+}
