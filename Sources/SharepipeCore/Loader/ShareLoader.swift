@@ -39,13 +39,13 @@ public struct ShareLoader: Sendable {
         if providers.isEmpty {
             return refused(.rejected, ShareError(.unsupportedType, "the share has no attachments"))
         }
+        // The staging directory is locked (flock on the directory) for as long as this loader works on it, so a
+        // recovery started by another process (`consume` beside a running daemon) can tell it from a dead one.
+        let stagingLock: FileDescriptor
         do {
-            try spool.checkCapacity(configuration)
-            try System.makeDirectory(spool.path(.staging, shareID))
-        } catch let error as ShareError {
-            return refused(.failed, error)
+            stagingLock = try makeLockedStaging(shareID)
         } catch {
-            return refused(.failed, ShareError(.io, "\(error)"))
+            return refused(.failed, error as? ShareError ?? ShareError(.io, "\(error)"))
         }
 
         let shareState = CopyEngine.ShareState()
@@ -54,7 +54,19 @@ public struct ShareLoader: Sendable {
         } onCancel: {
             shareState.cancelled.store(true, ordering: .relaxed)
         }
-        return finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
+        let receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
+        stagingLock.close()
+        return receipt
+    }
+
+    /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
+    /// when it is published and ends when the descriptor is closed.
+    private func makeLockedStaging(_ shareID: String) throws -> FileDescriptor {
+        try spool.checkCapacity(configuration)
+        try System.makeDirectory(spool.path(.staging, shareID))
+        let directory = try FileDescriptor.openDirectory(spool.path(.staging, shareID))
+        _ = try directory.lock(nonBlocking: false)
+        return directory
     }
 
     /// Loads every attachment, at most `concurrency` at a time; results stay in attachment order.

@@ -52,6 +52,9 @@ struct FileDescriptor: ~Copyable {
         _ = Glibc.close(rawValue)
     }
 
+    /// Closes the descriptor now rather than at the end of the owner's scope.
+    consuming func close() {}
+
     /// Opens `path`, relative to `directory` (a raw directory descriptor, or `AT_FDCWD`).
     static func open(
         _ path: String, relativeTo directory: Int32 = AT_FDCWD, flags: Int32, mode: mode_t = 0o600
