@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+
+/// The share-scenario matrix: every `Fixtures/scenarios/<name>.json` runs through `sharepipe share --scenario
+/// --json` and must give the receipt in `<name>.expected.json` — the overall status and, per attachment, the
+/// outcome, the chosen type and the error code. The same file says which of the rules in
+/// `Fixtures/scenarios/rules/` activate the share, checked both with `sharepipe activation check` and with
+/// `share --activation-rule`.
+@Suite(.timeLimit(.minutes(2)))
+struct ScenarioMatrixTests {
+    /// What `<name>.expected.json` holds.
+    struct Expectation: Decodable {
+        struct Attachment: Decodable, Equatable, CustomStringConvertible {
+            var status: String
+            var typeIdentifier: String?
+            var code: String?
+
+            var description: String { "\(status) \(typeIdentifier ?? "-") \(code ?? "-")" }
+        }
+
+        var args: [String]
+        var status: String
+        var attachments: [Attachment]
+        var activation: [String: Bool]
+    }
+
+    static let directory = fixturePath("scenarios")
+
+    /// Every scenario's name: the `.json` files beside an `.expected.json`.
+    static let names: [String] = {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".expected.json") }
+            .map { String($0.dropLast(".json".count)) }.sorted()
+    }()
+
+    /// The rules' names (file names without the extension) and paths.
+    static let rules: [(name: String, path: String)] = {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/rules")) ?? []
+        return files.sorted().map { (($0 as NSString).deletingPathExtension, directory + "/rules/" + $0) }
+    }()
+
+    static func expectation(_ name: String) throws -> Expectation {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name + ".expected.json"))
+        return try JSONDecoder().decode(Expectation.self, from: data)
+    }
+
+    @Test func matrixCoversTheSharesRealAppsSend() throws {
+        let required = [
+            "photo-heic-plus-jpeg", "screenshot-png-data", "web-page-url-plus-text", "pdf-from-files",
+            "photos-same-name", "image-plus-url", "first-type-unsupported", "load-error-among-good", "never-calls-back",
+        ]
+        for name in required {
+            #expect(Self.names.contains(name), "missing scenario \(name)")
+        }
+        #expect(Self.rules.map(\.name) == ["images-only", "images-or-movies", "one-web-url", "text-or-one-url"])
+        for name in Self.names {
+            let expectation = try Self.expectation(name)
+            #expect(Set(expectation.activation.keys) == Set(Self.rules.map(\.name)), "\(name)")
+        }
+    }
+
+    @Test(arguments: ScenarioMatrixTests.names)
+    func scenarioGivesItsExpectedReceipt(name: String) async throws {
+        let expected = try Self.expectation(name)
+        let scenario = Self.directory + "/" + name + ".json"
+        let sources = try Self.sourceHashes(scenario)
+        try await withTemporaryDirectory { dir in
+            let result = try runSharepipe(
+                ["share", "--state", dir + "/state", "--json", "--scenario", scenario] + expected.args)
+            let receipt = try result.jsonObject
+            #expect(receipt["status"] as? String == expected.status, "\(name): \(result.stdout)")
+            #expect(result.status == Self.exitStatus(expected.status))
+            let attachments = try #require(receipt["attachments"] as? [[String: Any]])
+            let actual = attachments.map {
+                Expectation.Attachment(
+                    status: $0["status"] as? String ?? "", typeIdentifier: $0["typeIdentifier"] as? String,
+                    code: ShareFiles.code($0))
+            }
+            #expect(actual == expected.attachments, "\(name)")
+
+            // Each copy is in the published share with the hash the receipt gives.
+            let shareID = try #require(receipt["shareId"] as? String)
+            var fileIDs: Set<String> = []
+            for attachment in attachments where attachment["status"] as? String == "copied" {
+                let file = try #require(attachment["file"] as? String)
+                fileIDs.insert(try #require(attachment["fileId"] as? String))
+                let copy = dir + "/state/incoming/" + shareID + "/" + file
+                #expect(try ShareFiles.sha256(ofFile: copy) == attachment["sha256"] as? String, "\(name): \(file)")
+            }
+            #expect(fileIDs.count == actual.filter { $0.status == "copied" }.count)
+            #expect(try ShareFiles.entries(dir + "/state/staging").isEmpty)
+        }
+        // Whatever the provider did after its callbacks, the scenario's own files are untouched.
+        #expect(try Self.sourceHashes(scenario) == sources, "\(name)")
+    }
+
+    @Test(arguments: ScenarioMatrixTests.names)
+    func activationCheckAgreesWithTheMatrix(name: String) throws {
+        let expected = try Self.expectation(name)
+        let scenario = Self.directory + "/" + name + ".json"
+        for rule in Self.rules {
+            let result = try runSharepipe(
+                ["activation", "check", "--rule", rule.path, "--scenario", scenario, "--json"])
+            let activated = try #require(expected.activation[rule.name] as Bool?)
+            #expect(result.status == (activated ? 0 : 1), "\(name) with \(rule.name): \(result.stdout)")
+            #expect(try result.jsonObject["activated"] as? Bool == activated, "\(name) with \(rule.name)")
+        }
+    }
+
+    @Test(arguments: ScenarioMatrixTests.names)
+    func shareHonoursTheActivationRules(name: String) async throws {
+        let expected = try Self.expectation(name)
+        let scenario = Self.directory + "/" + name + ".json"
+        for rule in Self.rules {
+            let activated = try #require(expected.activation[rule.name] as Bool?)
+            try await withTemporaryDirectory { dir in
+                let result = try runSharepipe(
+                    ["share", "--state", dir + "/state", "--json", "--scenario", scenario,
+                     "--activation-rule", rule.path] + expected.args)
+                let receipt = try result.jsonObject
+                let error = receipt["error"] as? [String: Any]
+                if activated {
+                    #expect(receipt["status"] as? String == expected.status, "\(name) with \(rule.name)")
+                    #expect(error?["code"] as? String != "ERR_NOT_ACTIVATED", "\(name) with \(rule.name)")
+                } else {
+                    #expect(result.status == 4, "\(name) with \(rule.name)")
+                    #expect(error?["code"] as? String == "ERR_NOT_ACTIVATED", "\(name) with \(rule.name)")
+                    let attachments = try #require(receipt["attachments"] as? [[String: Any]])
+                    #expect(attachments.count == expected.attachments.count)
+                    #expect(attachments.allSatisfy { ShareFiles.code($0) == "ERR_NOT_ACTIVATED" })
+                    #expect(try ShareFiles.entries(dir + "/state/incoming").isEmpty)
+                    #expect(try ShareFiles.entries(dir + "/state/staging").isEmpty)
+                }
+            }
+        }
+    }
+
+    static func exitStatus(_ status: String) -> Int32 {
+        ["complete": 0, "partial": 3, "rejected": 4, "failed": 1][status] ?? -1
+    }
+
+    /// SHA-256 of every file a scenario names, by path.
+    static func sourceHashes(_ scenario: String) throws -> [String: String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: scenario))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        let base = (scenario as NSString).deletingLastPathComponent
+        var hashes: [String: String] = [:]
+        for attachment in object["attachments"] as? [[String: Any]] ?? [] {
+            for representation in attachment["representations"] as? [[String: Any]] ?? [] {
+                guard let path = representation["path"] as? String else { continue }
+                let full = path.hasPrefix("/") ? path : base + "/" + path
+                hashes[full] = try ShareFiles.sha256(ofFile: full)
+            }
+        }
+        return hashes
+    }
+}
