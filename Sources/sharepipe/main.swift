@@ -9,6 +9,7 @@ extension CommandLineTool {
         abstract: "A share-extension ingest pipeline: load shared attachments safely, spool them, process them.",
         commands: [
             ShareCommand.self,
+            ActivationCommand.self,
             TypesCommand.self,
             ConsumeCommand.self,
             StatusCommand.self,

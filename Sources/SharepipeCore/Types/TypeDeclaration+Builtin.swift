@@ -46,6 +46,7 @@ extension TypeDeclaration {
         TypeDeclaration("public.url", conformsTo: ["public.data"], description: "URL"),
         TypeDeclaration("public.file-url", conformsTo: ["public.url"], description: "file URL"),
         TypeDeclaration("public.url-name", conformsTo: ["public.data"], description: "URL name"),
+        TypeDeclaration("com.apple.active-webpage", conformsTo: ["public.item"], description: "active web page"),
     ]
 
     /// Applications and executables.
