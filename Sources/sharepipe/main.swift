@@ -8,6 +8,7 @@ extension CommandLineTool {
         version: "0.1.0",
         abstract: "A share-extension ingest pipeline: load shared attachments safely, spool them, process them.",
         commands: [
+            DaemonCommand.self,
             ShareCommand.self,
             ActivationCommand.self,
             TypesCommand.self,
