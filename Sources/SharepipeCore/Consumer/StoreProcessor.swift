@@ -1,0 +1,147 @@
+import Glibc
+
+/// Moves each copy into `OUTPUT/<group>/` — group by conformance: image, video, audio, pdf, text, archive, other —
+/// under a name built from the suggested name, sanitised, and made unique as `name (1).ext`, `name (2).ext` …
+///
+/// It never overwrites (every final name is made with `renameat2(RENAME_NOREPLACE)` or `link`, which fail when the
+/// name exists) and never follows a symlink inside the output tree (each group directory is opened with
+/// `O_NOFOLLOW | O_DIRECTORY` and everything happens relative to that descriptor). The output directory itself may
+/// be a symlink: it is the user's choice.
+///
+/// At-least-once without duplicates: a copy that is no longer in `processing/S` was moved out by an earlier attempt
+/// of this share that crashed before its success was recorded, so it is skipped. Across file systems (EXDEV) the
+/// copy goes to `.sharepipe-<file-id>.tmp` in the group directory, is fsynced, linked to its final name, and only
+/// then are the copy and the temporary removed; a retry that finds the temporary with two links knows the final
+/// name exists and only finishes the clean-up, one with a single link starts the copy again.
+public struct StoreProcessor: Processor {
+    /// The output directory (`--output`).
+    public let output: String
+    /// Types and conformance, to choose the group.
+    public let registry: TypeRegistry
+
+    /// The groups, in the order their types are tried.
+    static let groups: [(name: String, type: String)] = [
+        ("image", "public.image"), ("video", "public.movie"), ("audio", "public.audio"), ("pdf", "com.adobe.pdf"),
+        ("text", "public.text"), ("archive", "public.archive"),
+    ]
+
+    /// A processor storing into `output`, created when missing.
+    public init(output: String, registry: TypeRegistry = .standard) {
+        self.output = output
+        self.registry = registry
+    }
+
+    /// Stores every copy of the share; the group directories are fsynced before it returns.
+    public func process(_ share: ClaimedShare) async throws {
+        try System.makeDirectories(output, mode: 0o755)
+        let root = try FileDescriptor.open(output, flags: O_RDONLY | O_DIRECTORY)
+        let grouped = Dictionary(grouping: share.attachments) { group(for: $0.typeIdentifier) }
+        for (group, attachments) in grouped.sorted(by: { $0.key < $1.key }) {
+            let directory = try Self.openGroup(group, in: root.rawValue)
+            for attachment in attachments { try store(attachment, in: directory.rawValue) }
+            try directory.sync()
+        }
+    }
+
+    /// The output group of a type.
+    func group(for type: String) -> String {
+        Self.groups.first { registry.conforms(type, to: $0.type) }?.name ?? "other"
+    }
+
+    private static func openGroup(_ group: String, in root: Int32) throws -> FileDescriptor {
+        try System.makeDirectory(group, relativeTo: root, mode: 0o755)
+        do {
+            return try FileDescriptor.open(group, relativeTo: root, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        } catch let error as ShareError where error.errno == ELOOP || error.errno == ENOTDIR {
+            throw ShareError(.io, "output group \(group) is a symlink or not a directory", errno: error.errno)
+        }
+    }
+
+    private func store(_ attachment: ClaimedShare.Attachment, in directory: Int32) throws {
+        let temporary = ".sharepipe-\(attachment.fileId).tmp"
+        guard try System.lstatIfPresent(attachment.path) != nil else {
+            // Stored by an earlier attempt; only its cross-device temporary may be left.
+            try System.removeTree(temporary, relativeTo: directory)
+            return
+        }
+        let name = Self.sanitizedName(attachment.suggestedName, fallback: attachment.path.lastComponent)
+        for candidate in Self.candidates(name) {
+            do {
+                if try System.renameNoReplace(attachment.path, to: candidate, toDirectory: directory) { return }
+            } catch let error as ShareError where error.errno == EXDEV {
+                try storeAcrossDevices(attachment, name: name, temporary: temporary, in: directory)
+                return
+            }
+        }
+        throw ShareError(.io, "no free name left in the output group", errno: EEXIST)
+    }
+
+    private func storeAcrossDevices(
+        _ attachment: ClaimedShare.Attachment, name: String, temporary: String, in directory: Int32
+    ) throws {
+        switch try System.linkCount(temporary, relativeTo: directory) {
+        case let links? where links >= 2:
+            break
+        case let links:
+            if links != nil { try System.unlink(temporary, relativeTo: directory) }
+            try copy(attachment.path, to: temporary, in: directory)
+            guard try Self.candidates(name).contains(where: { candidate in
+                try System.linkNoReplace(temporary, to: candidate, fromDirectory: directory, toDirectory: directory)
+            }) else {
+                throw ShareError(.io, "no free name left in the output group", errno: EEXIST)
+            }
+            _ = try System.call("fsync") { fsync(directory) }
+        }
+        try System.unlink(attachment.path)
+        try System.unlink(temporary, relativeTo: directory)
+    }
+
+    private func copy(_ source: String, to temporary: String, in directory: Int32) throws {
+        let input = try FileDescriptor.open(source, flags: O_RDONLY | O_NOFOLLOW)
+        let output = try FileDescriptor.open(
+            temporary, relativeTo: directory, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        try System.copyContents(from: input, to: output)
+        try output.sync()
+    }
+
+    /// The longest stored name, in UTF-8 bytes, leaving room below NAME_MAX for ` (n)`.
+    static let maxNameBytes = 200
+
+    /// A safe file name from a suggested one: no path separators or control characters, no leading dot or space,
+    /// not empty, at most `maxNameBytes` bytes with the extension kept.
+    static func sanitizedName(_ suggested: String?, fallback: String) -> String {
+        let cleaned = String(String.UnicodeScalarView((suggested ?? "").unicodeScalars.map { scalar in
+            scalar == "/" || scalar == "\\" || scalar.value < 0x20 || scalar.value == 0x7f ? "_" : scalar
+        }))
+        let trimmed = String(cleaned.drop { $0 == "." || $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        let name = trimmed.isEmpty ? fallback : trimmed
+        let (stem, ext) = split(name)
+        var cappedStem = ""
+        for character in stem {
+            if cappedStem.utf8.count + character.utf8.count + ext.utf8.count > maxNameBytes { break }
+            cappedStem.append(character)
+        }
+        return cappedStem.isEmpty ? "attachment" + ext : cappedStem + ext
+    }
+
+    /// `name.ext`, `name (1).ext`, `name (2).ext` …
+    static func candidates(_ name: String) -> some Sequence<String> {
+        let (stem, ext) = split(name)
+        return (0..<100_000).lazy.map { $0 == 0 ? name : "\(stem) (\($0))\(ext)" }
+    }
+
+    /// Splits off an extension of up to 16 bytes, dot included (`"a.tar.gz"` → `("a.tar", ".gz")`).
+    private static func split(_ name: String) -> (stem: String, ext: String) {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
+        let ext = name[dot...]
+        guard ext.utf8.count > 1, ext.utf8.count <= 16, !ext.contains(where: \.isWhitespace) else { return (name, "") }
+        return (String(name[..<dot]), String(ext))
+    }
+}
+
+extension String {
+    /// The last path component.
+    fileprivate var lastComponent: String {
+        split(separator: "/").last.map(String.init) ?? self
+    }
+}

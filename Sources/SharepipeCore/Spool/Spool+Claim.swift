@@ -1,0 +1,84 @@
+import Glibc
+
+/// A share claimed by this process. The exclusive lock on `processing/S/.lock` is held for as long as this value
+/// lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live one.
+struct ShareClaim: ~Copyable {
+    /// The claimed share.
+    let shareID: String
+    /// Attempts recorded before this one.
+    let previousAttempts: Int
+    fileprivate let lock: LockFile
+}
+
+/// Claim, process, complete (kill -9 safe at every step):
+/// 1. `rename(incoming/S, processing/S)` without replacing: one claimer wins, the others get ENOENT and move on;
+/// 2. `processing/S/.lock` opened (created if missing) and locked with a non-blocking exclusive `flock`, then checked
+///    to still be the file at `processing/S/.lock` — a claimer that finds its share gone or locked moves on.
+///    Crash after 1 or 2: the lock is free, so recovery (at start-up, before workers start, taking the same lock)
+///    moves `processing/S` back to `incoming`; no processor ran, so no attempt is counted;
+/// 3. ledger: claimed; the processor runs per copied attachment — crash: recovery moves S back with attempts + 1;
+/// 4. ledger: processed, committed — crash before this: S runs again after recovery (at-least-once);
+/// 5. `processing/S` removed, the lock file last, and `processing` fsynced — crash before this: recovery finds S
+///    recorded processed and removes it.
+///
+/// A failed attempt is recorded first (attempts + 1, not-before time, state published) and then renamed back to
+/// `incoming`; the last allowed attempt quarantines the share (see `quarantine`). Each record is committed before
+/// the rename that follows it, so recovery rolls an interrupted transition forward from the ledger state.
+extension Spool {
+    static let lockName = ".lock"
+
+    /// Claims a share in `incoming`; nil when another claimer won it or it is gone.
+    func claim(_ shareID: String) throws -> ShareClaim? {
+        do {
+            guard try System.renameNoReplace(path(.incoming, shareID), to: path(.processing, shareID)) else { return nil }
+        } catch let error as ShareError where error.errno == ENOENT {
+            return nil
+        }
+        guard let lock = try LockFile.acquire(path(.processing, shareID) + "/" + Self.lockName) else { return nil }
+        let attempts = try ledger.recordClaimed(shareID: shareID)
+        return ShareClaim(shareID: shareID, previousAttempts: attempts, lock: lock)
+    }
+
+    /// Success: the share is recorded processed, then its directory removed.
+    func complete(_ claim: consuming ShareClaim, durationMilliseconds: Int64) throws {
+        try ledger.recordProcessed(shareID: claim.shareID, durationMilliseconds: durationMilliseconds)
+        try removeShareDirectory(.processing, claim.shareID)
+    }
+
+    /// A failed attempt with attempts left: back to `incoming`, not to be claimed before `notBefore`.
+    func retry(_ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64, notBefore: Int64) throws {
+        try ledger.recordRetry(
+            shareID: claim.shareID, code: error.code, durationMilliseconds: durationMilliseconds, notBefore: notBefore)
+        try moveBack(claim.shareID)
+    }
+
+    /// Graceful shutdown: an unfinished share goes back to `incoming` without counting an attempt.
+    func release(_ claim: consuming ShareClaim) throws {
+        try ledger.recordReleased(shareID: claim.shareID)
+        try moveBack(claim.shareID)
+    }
+
+    /// Renames `processing/S` back to `incoming/S`.
+    func moveBack(_ shareID: String) throws {
+        guard try System.renameNoReplace(path(.processing, shareID), to: path(.incoming, shareID)) else {
+            throw ShareError(.io, "share \(shareID) is both in processing and in incoming", errno: EEXIST)
+        }
+    }
+
+    /// Removes a share directory whose files are flat: every file, the lock file last (so nobody can take a fresh
+    /// lock on a half-removed share), the directory, then an fsync of the stage directory.
+    func removeShareDirectory(_ stage: Stage, _ shareID: String) throws {
+        let directory = path(stage, shareID)
+        let names = try System.listDirectory(directory)
+        for name in names where name != Self.lockName {
+            try System.removeTree(directory + "/" + name)
+        }
+        if names.contains(Self.lockName) { try System.removeTree(directory + "/" + Self.lockName) }
+        do {
+            try System.removeDirectory(directory)
+        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTEMPTY {
+            // Gone already, or a concurrent recovery made a lock file in it: that recovery removes the rest.
+        }
+        try System.syncDirectory(path(stage))
+    }
+}

@@ -1,0 +1,330 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import SharepipeCore
+
+/// A processor made of a closure.
+struct ClosureProcessor: Processor {
+    let body: @Sendable (ClaimedShare) async throws -> Void
+
+    func process(_ share: ClaimedShare) async throws {
+        try await body(share)
+    }
+}
+
+/// Counts calls per share id, with their times.
+final class CallLog: Sendable {
+    private let calls = Mutex<[String: [ContinuousClock.Instant]]>([:])
+
+    /// Records a call and returns how many there were for this share, this one included.
+    @discardableResult
+    func record(_ shareID: String) -> Int {
+        calls.withLock { calls in
+            calls[shareID, default: []].append(.now)
+            return calls[shareID]!.count
+        }
+    }
+
+    var counts: [String: Int] { calls.withLock { $0.mapValues(\.count) } }
+    func times(_ shareID: String) -> [ContinuousClock.Instant] { calls.withLock { $0[shareID] ?? [] } }
+}
+
+/// Publishes one share per text through the real loader; returns the share ids.
+func publishTextShares(_ spool: Spool, _ texts: [String], suggestedName: String = "note.txt") async throws -> [String] {
+    let loader = ShareLoader(spool: spool)
+    var ids: [String] = []
+    for text in texts {
+        let receipt = await loader.load([
+            DataItemProvider(data: Data(text.utf8), types: ["public.plain-text"], suggestedName: suggestedName)
+        ])
+        try #require(receipt.status == .complete)
+        ids.append(receipt.shareId)
+    }
+    return ids
+}
+
+/// The kernel's name of the calling thread.
+func currentThreadName() -> String {
+    let comm = (try? System.readFile("/proc/thread-self/comm")) ?? []
+    return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+}
+
+/// Claims a share that must be claimable.
+func mustClaim(_ spool: Spool, _ shareID: String) throws -> ShareClaim {
+    guard let claim = try spool.claim(shareID) else { throw ShareError(.io, "the claim was lost") }
+    return claim
+}
+
+func fastConfiguration(_ configure: (inout ConsumerConfiguration) -> Void = { _ in }) -> ConsumerConfiguration {
+    var configuration = ConsumerConfiguration()
+    configuration.retryDelay = .milliseconds(20)
+    configuration.pollInterval = .milliseconds(20)
+    configure(&configuration)
+    return configuration
+}
+
+func entries(_ spool: Spool, _ stage: Spool.Stage) throws -> [String] {
+    try System.listDirectory(spool.path(stage)).sorted()
+}
+
+/// Waits until `condition` holds, for at most `timeout`.
+func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if try condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try condition()
+}
+
+extension Ledger {
+    /// Events of one kind recorded for a share, with their codes.
+    func events(_ event: LedgerEvent, shareID: String) throws -> [String?] {
+        try database.withConnection { connection in
+            try connection.query(
+                "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq", [.text(shareID), .text(event.rawValue)]
+            ).map { $0[0].text }
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ConsumerTests {
+    @Test func eightConcurrentClaimersEachWinADifferentShare() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, (0..<200).map { "share \($0)\n" })
+            let winners = CallLog()
+            await withTaskGroup(of: Void.self) { group in
+                for claimer in 0..<8 {
+                    group.addTask {
+                        // Each claimer walks the list from a different place, so they collide all the time.
+                        for offset in 0..<ids.count {
+                            let shareID = ids[(offset + claimer * 25) % ids.count]
+                            if let claim = try? spool.claim(shareID) {
+                                winners.record(claim.shareID)
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(winners.counts.count == 200)
+            #expect(winners.counts.values.allSatisfy { $0 == 1 })
+            #expect(Set(winners.counts.keys) == Set(ids))
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try entries(spool, .processing) == ids.sorted())
+        }
+    }
+
+    @Test func twoConsumersWithEightWorkersProcessEveryShareExactlyOnce() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, (0..<200).map { "share \($0)\n" })
+            let log = CallLog()
+            let processor = ClosureProcessor { share in
+                #expect(share.attachments.count == 1)
+                #expect(FileManager.default.fileExists(atPath: share.attachments[0].path))
+                log.record(share.shareId)
+            }
+            // A second spool over the same directory has its own ledger connection, as a second process would.
+            let other = try Spool(root: dir + "/state")
+            let configuration = fastConfiguration { $0.workers = 4 }
+            async let first = Consumer(spool: spool, processor: processor, configuration: configuration).drain()
+            async let second = Consumer(spool: other, processor: processor, configuration: configuration).drain()
+            let summaries = try await [first, second]
+            #expect(summaries.map(\.processed).reduce(0, +) == 200)
+            #expect(log.counts.count == 200)
+            #expect(log.counts.values.allSatisfy { $0 == 1 })
+            #expect(Set(log.counts.keys) == Set(ids))
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try entries(spool, .processing).isEmpty)
+            for shareID in ids {
+                #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+                #expect(try spool.ledger.attempts(ofShare: shareID) == 1)
+            }
+        }
+    }
+
+    @Test func failingTwiceThenSucceedingIsProcessedOnceWithThreeAttempts() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["flaky\n"]).first)
+            let log = CallLog()
+            let processor = ClosureProcessor { share in
+                #expect(share.attempt == log.record(share.shareId))
+                if share.attempt < 3 { throw ShareError(.io, "not yet") }
+            }
+            let configuration = fastConfiguration { $0.retryDelay = .milliseconds(100) }
+            let summary = try await Consumer(spool: spool, processor: processor, configuration: configuration).drain()
+            #expect(summary == { var s = ConsumeSummary(); s.processed = 1; s.retried = 2; return s }())
+            #expect(log.counts[shareID] == 3)
+            let times = log.times(shareID)
+            #expect(times[1] - times[0] >= .milliseconds(100))
+            #expect(times[2] - times[1] >= .milliseconds(200))
+            #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
+            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+            #expect(try spool.ledger.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
+            #expect(try spool.ledger.events(.processed, shareID: shareID).count == 1)
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try entries(spool, .processing).isEmpty)
+        }
+    }
+
+    @Test func failingAlwaysIsQuarantinedWithCopiesIntactThenRequeued() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let content = "keep me exactly\n"
+            let shareID = try #require(try await publishTextShares(spool, [content]).first)
+            let manifest = try spool.manifest(.incoming, shareID)
+            let failing = ClosureProcessor { _ in throw ShareError(.processorFailed, "the command exited with 7") }
+            let summary = try await Consumer(spool: spool, processor: failing, configuration: fastConfiguration())
+                .drain()
+            #expect(summary.quarantined == 1 && summary.retried == 2 && summary.processed == 0)
+            #expect(try entries(spool, .quarantine) == [shareID])
+            let directory = spool.path(.quarantine, shareID)
+            let file = try #require(manifest.attachments[0].file)
+            #expect(try System.listDirectory(directory).sorted() == [file, "manifest.json", "reason.json"].sorted())
+            #expect(try System.readFile(directory + "/" + file) == Array(content.utf8))
+            let reason = try spool.quarantineReason(shareID)
+            #expect(reason.code == .processorFailed)
+            #expect(reason.attempts == 3)
+            #expect(reason.message == "ERR_PROCESSOR_FAILED: the command exited with 7")
+            #expect(reason.firstAttemptAt <= reason.lastAttemptAt)
+            let json = try JSONSerialization.jsonObject(with: Data(try System.readFile(directory + "/reason.json")))
+            #expect(Set((json as? [String: Any])?.keys ?? [:].keys)
+                == ["code", "message", "attempts", "firstAttemptAt", "lastAttemptAt"])
+            #expect(try spool.ledger.state(ofShare: shareID) == "quarantined")
+            #expect(try spool.ledger.events(.quarantined, shareID: shareID) == ["ERR_PROCESSOR_FAILED"])
+
+            try spool.requeue(shareID)
+            #expect(try entries(spool, .incoming) == [shareID])
+            #expect(try System.lstatIfPresent(spool.path(.incoming, shareID) + "/reason.json") == nil)
+            #expect(try spool.ledger.attempts(ofShare: shareID) == 0)
+            let log = CallLog()
+            let succeeding = ClosureProcessor { share in log.record(share.shareId) }
+            let second = try await Consumer(spool: spool, processor: succeeding, configuration: fastConfiguration())
+                .drain()
+            #expect(second.processed == 1)
+            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+            #expect(throws: ShareError.self) { try spool.requeue(shareID) }
+        }
+    }
+
+    @Test func purgeDeletesQuarantinedShares() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["a\n", "b\n"])
+            let failing = ClosureProcessor { _ in throw ShareError(.processorFailed, "no") }
+            _ = try await Consumer(
+                spool: spool, processor: failing, configuration: fastConfiguration { $0.maxAttempts = 1 }
+            ).drain()
+            #expect(try entries(spool, .quarantine) == ids.sorted())
+            #expect(try spool.purgeQuarantine().sorted() == ids.sorted())
+            #expect(try entries(spool, .quarantine).isEmpty)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == "purged")
+        }
+    }
+
+    @Test func gracefulShutdownReleasesUnfinishedSharesWithoutCountingAnAttempt() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["one\n", "two\n", "three\n"])
+            let log = CallLog()
+            let hanging = ClosureProcessor { share in
+                log.record(share.shareId)
+                try await Task.sleep(for: .seconds(60))
+            }
+            let consumer = Consumer(
+                spool: spool, processor: hanging,
+                configuration: fastConfiguration { $0.shutdownDeadline = .milliseconds(100) })
+            let running = Task { try await consumer.run() }
+            #expect(try await eventually { log.counts.count == 2 })
+            running.cancel()
+            try await running.value
+            #expect(try entries(spool, .incoming) == ids.sorted())
+            #expect(try entries(spool, .processing).isEmpty)
+            for shareID in ids {
+                #expect(try spool.ledger.attempts(ofShare: shareID) == 0)
+                #expect(try spool.ledger.state(ofShare: shareID) == "published")
+            }
+        }
+    }
+
+    @Test func shutdownLetsInFlightWorkFinishWithinTheDeadline() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["slow\n"]).first)
+            let log = CallLog()
+            let slow = ClosureProcessor { share in
+                log.record(share.shareId)
+                // Ignores cancellation, as a processor that cannot stop half-way would.
+                try await Task { try await Task.sleep(for: .milliseconds(300)) }.value
+            }
+            let consumer = Consumer(spool: spool, processor: slow, configuration: fastConfiguration())
+            let running = Task { try await consumer.run() }
+            #expect(try await eventually { log.counts.count == 1 })
+            running.cancel()
+            try await running.value
+            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try entries(spool, .processing).isEmpty)
+        }
+    }
+
+    @Test func wakeStartsAnIdleConsumerAtOnce() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let log = CallLog()
+            let consumer = Consumer(
+                spool: spool, processor: ClosureProcessor { log.record($0.shareId) },
+                configuration: fastConfiguration { $0.pollInterval = .seconds(30) })
+            let running = Task { try await consumer.run() }
+            try await Task.sleep(for: .milliseconds(200))
+            let shareID = try #require(try await publishTextShares(spool, ["wake up\n"]).first)
+            let woken = ContinuousClock.now
+            consumer.wake()
+            #expect(try await eventually(.seconds(5)) { try spool.ledger.state(ofShare: shareID) == "processed" })
+            #expect(ContinuousClock.now - woken < .seconds(5))
+            running.cancel()
+            try await running.value
+        }
+    }
+
+    @Test func workersRunOnThreadsOfTheirOwnNotOnTheCooperativePool() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            _ = try await publishTextShares(spool, ["a\n", "b\n", "c\n"])
+            let names = CallLog()
+            let processor = ClosureProcessor { _ in
+                names.record(currentThreadName())
+                try await Task.sleep(for: .milliseconds(5))
+                names.record(currentThreadName())
+            }
+            _ = try await Consumer(spool: spool, processor: processor, configuration: fastConfiguration()).drain()
+            #expect(names.counts.keys.allSatisfy { $0.hasPrefix("sp-consumer-") })
+            #expect(names.counts.values.reduce(0, +) == 6)
+        }
+    }
+
+    @Test func ledgerHoldsNoByteOfAnyAttachmentNorItsName() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let canary = "CANARY-4f9c2e-content-must-never-reach-the-ledger"
+            let name = "secret-name-8d1b.txt"
+            let ids = try await publishTextShares(
+                spool, (0..<3).map { "\(canary) \($0)\n" + String(repeating: canary, count: 50) }, suggestedName: name)
+            let processor = ClosureProcessor { share in
+                if share.shareId == ids[0] { throw ShareError(.processorFailed, "refused") }
+            }
+            _ = try await Consumer(spool: spool, processor: processor, configuration: fastConfiguration()).drain()
+            var ledgerBytes = Data()
+            for suffix in ["", "-wal", "-shm"] {
+                ledgerBytes += (try? Data(contentsOf: URL(fileURLWithPath: spool.root + "/ledger.sqlite" + suffix))) ?? Data()
+            }
+            #expect(ledgerBytes.count > 0)
+            #expect(ledgerBytes.range(of: Data(canary.utf8)) == nil)
+            #expect(ledgerBytes.range(of: Data(canary.prefix(12).utf8)) == nil)
+            #expect(ledgerBytes.range(of: Data("secret-name".utf8)) == nil)
+        }
+    }
+}

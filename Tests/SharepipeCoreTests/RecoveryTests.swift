@@ -1,0 +1,246 @@
+import Foundation
+import Glibc
+import Testing
+@testable import SharepipeCore
+
+/// Each interruption point of publish, claim, complete, retry, quarantine and requeue, left on disk as kill -9
+/// would leave it, then recovered with nothing lost.
+@Suite(.timeLimit(.minutes(1))) struct RecoveryTests {
+    /// A dropped inbox file and the identity the daemon records for it.
+    func dropped(_ path: String, _ text: String) throws -> SourceIdentity {
+        try writeFile(path, text)
+        let status = try System.lstat(path)
+        return SourceIdentity(
+            device: status.device, inode: status.inode, size: status.size, modificationTime: status.modificationTime,
+            sha256: SHA256.hash(Array(text.utf8)))
+    }
+
+    func publish(_ spool: Spool, _ paths: [String], sources: [SourceIdentity]) async throws -> String {
+        let receipt = await ShareLoader(spool: spool).load(
+            paths.map { FileItemProvider(path: $0, types: ["public.plain-text"]) }, sources: sources)
+        try #require(receipt.status == .complete)
+        return receipt.shareId
+    }
+
+    @Test func publishInterruptedBeforeTheRenameIsRolledBackAndTheSourceKept() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try System.makeDirectories(dir + "/inbox")
+            let source = try dropped(dir + "/inbox/a.txt", "not yet published\n")
+            // Crash after publish step 3: copies, manifest and ledger row exist, the rename did not happen.
+            let shareID = UUID().uuidString
+            try System.makeDirectory(spool.path(.staging, shareID))
+            try writeFile(spool.path(.staging, shareID) + "/copy.txt", "not yet published\n")
+            let manifest = Manifest(
+                shareId: shareID, sourceApp: nil, createdAt: Date().rfc3339, policy: .keepSuccessful,
+                attachments: [AttachmentRecord(
+                    index: 0, status: .copied, fileId: UUID().uuidString, file: "copy.txt",
+                    typeIdentifier: "public.plain-text", declaredTypes: ["public.plain-text"], bytes: 18)])
+            try spool.writeManifest(manifest)
+            try spool.ledger.recordStaged(manifest, sources: [source])
+            // Crash during publish step 1 of another share: a directory without manifest or ledger row.
+            try System.makeDirectory(spool.path(.staging, UUID().uuidString))
+
+            let report = try spool.recover()
+            #expect(report.stagingRemoved == 2)
+            #expect(try entries(spool, .staging).isEmpty)
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try spool.ledger.state(ofShare: shareID) == "rejected")
+            #expect(try spool.recoverInbox(dir + "/inbox").isEmpty)
+            #expect(FileManager.default.fileExists(atPath: dir + "/inbox/a.txt"))
+        }
+    }
+
+    @Test func sourceOfAPublishedShareIsUnlinkedNotIngestedAgain() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let inbox = dir + "/inbox"
+            try System.makeDirectories(inbox + "/album")
+            let single = try dropped(inbox + "/single.txt", "published once\n")
+            let first = try dropped(inbox + "/album/1.txt", "first of the album\n")
+            let second = try dropped(inbox + "/album/2.txt", "second of the album\n")
+            let changed = try dropped(inbox + "/changed.txt", "original content\n")
+            try writeFile(inbox + "/unrelated.txt", "never shared\n")
+            // Publish step 4 done for every share, step 5 (unlink the sources, mark them done) never ran.
+            _ = try await publish(spool, [inbox + "/single.txt"], sources: [single])
+            _ = try await publish(spool, [inbox + "/album/1.txt", inbox + "/album/2.txt"], sources: [first, second])
+            let changedShare = try await publish(spool, [inbox + "/changed.txt"], sources: [changed])
+            // Same device, inode, size and mtime as recorded, other content: not the file that was published.
+            let handle = try #require(FileHandle(forWritingAtPath: inbox + "/changed.txt"))
+            handle.write(Data("ORIGINAL CONTENT\n".utf8))
+            try handle.close()
+            let recorded = timespec(
+                tv_sec: Int(changed.modificationTime / 1_000_000_000),
+                tv_nsec: Int(changed.modificationTime % 1_000_000_000))
+            var times = [recorded, recorded]
+            #expect(utimensat(AT_FDCWD, inbox + "/changed.txt", &times, 0) == 0)
+            // The consumer already processed one of them: still recognised as published.
+            try spool.ledger.setState("processed", shareID: changedShare, event: .processed)
+
+            _ = try spool.recover()
+            let removed = try spool.recoverInbox(inbox)
+            #expect(removed.sorted() == ["album/1.txt", "album/2.txt", "single.txt"])
+            #expect(try System.listDirectory(inbox).sorted() == ["changed.txt", "unrelated.txt"])
+            #expect(try spool.ledger.stagedSources().isEmpty)
+            #expect(try entries(spool, .incoming).count == 3)
+        }
+    }
+
+    @Test func claimInterruptedAtEachStepGoesBackToIncoming() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["renamed only\n", "locked\n"])
+            // Crash right after the claim rename: no lock file yet.
+            try System.rename(spool.path(.incoming, ids[0]), to: spool.path(.processing, ids[0]))
+            // Crash while processing (claim recorded): the lock file exists, the dead process's lock is gone.
+            do { _ = try mustClaim(spool, ids[1]) }
+
+            let report = try spool.recover()
+            #expect(report.returnedToIncoming == 2)
+            #expect(try entries(spool, .incoming) == ids.sorted())
+            #expect(try entries(spool, .processing).isEmpty)
+            // The processor runs only once the claim is recorded: only the second attempt counts.
+            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 0)
+            #expect(try spool.ledger.attempts(ofShare: ids[1]) == 1)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == "published")
+            #expect(try spool.ledger.state(ofShare: ids[1]) == "published")
+            #expect(try spool.ledger.events(.recovered, shareID: ids[1]).count == 1)
+            let log = CallLog()
+            let summary = try await Consumer(
+                spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
+            ).drain()
+            #expect(summary.processed == 2)
+            #expect(log.counts == [ids[0]: 1, ids[1]: 1])
+        }
+    }
+
+    @Test func aLiveClaimIsNeverStolen() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["busy\n"]).first)
+            let claim = try mustClaim(spool, shareID)
+            // Another process starting up: its own spool and ledger connection.
+            let other = try Spool(root: dir + "/state")
+            let report = try other.recover()
+            #expect(report.liveClaims == 1)
+            #expect(try entries(spool, .processing) == [shareID])
+            try spool.complete(claim, durationMilliseconds: 1)
+            #expect(try entries(spool, .processing).isEmpty)
+            #expect(try entries(spool, .incoming).isEmpty)
+        }
+    }
+
+    @Test func completeInterruptedAfterTheRecordIsFinished() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["recorded\n", "half removed\n"])
+            for shareID in ids {
+                let claim = try mustClaim(spool, shareID)
+                try spool.ledger.recordProcessed(shareID: claim.shareID, durationMilliseconds: 1)
+            }
+            // The second crashed half-way through the removal.
+            try System.unlink(spool.path(.processing, ids[1]) + "/manifest.json")
+
+            let report = try spool.recover()
+            #expect(report.completed == 2)
+            #expect(try entries(spool, .processing).isEmpty)
+            #expect(try entries(spool, .incoming).isEmpty)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == "processed")
+            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 1)
+        }
+    }
+
+    @Test func retryInterruptedAfterTheRecordGoesBackWithoutCountingTwice() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["retry\n"]).first)
+            do {
+                let claim = try mustClaim(spool, shareID)
+                try spool.ledger.recordRetry(
+                    shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1, notBefore: 0)
+            }
+            let report = try spool.recover()
+            #expect(report.returnedToIncoming == 1)
+            #expect(try entries(spool, .incoming) == [shareID])
+            #expect(try spool.ledger.attempts(ofShare: shareID) == 1)
+        }
+    }
+
+    @Test func quarantineInterruptedAtEachStepIsRecovered() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["reason written\n", "recorded\n"])
+            let reason = QuarantineReason(
+                code: .processorFailed, message: "ERR_PROCESSOR_FAILED: boom", attempts: 1,
+                firstAttemptAt: Date().rfc3339, lastAttemptAt: Date().rfc3339)
+            do {
+                // Crash after quarantine step 1.
+                let claim = try mustClaim(spool, ids[0])
+                try spool.writeReason(reason, shareID: claim.shareID)
+            }
+            do {
+                // Crash after quarantine step 2.
+                let claim = try mustClaim(spool, ids[1])
+                try spool.writeReason(reason, shareID: claim.shareID)
+                try spool.ledger.recordQuarantined(shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1)
+            }
+            let report = try spool.recover()
+            #expect(report.returnedToIncoming == 1)
+            #expect(report.rolledForward == 1)
+            #expect(try entries(spool, .incoming) == [ids[0]])
+            #expect(try !System.listDirectory(spool.path(.incoming, ids[0])).contains("reason.json"))
+            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 1)
+            #expect(try entries(spool, .quarantine) == [ids[1]])
+            #expect(try System.listDirectory(spool.path(.quarantine, ids[1])).sorted().count == 3)
+            #expect(try spool.quarantineReason(ids[1]) == reason)
+        }
+    }
+
+    @Test func aShareOutOfAttemptsAfterCrashesIsQuarantinedWithoutRunning() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["crashes the processor\n"]).first)
+            for _ in 0..<3 {
+                _ = try mustClaim(spool, shareID)
+                _ = try spool.recover()
+            }
+            #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
+            let log = CallLog()
+            let summary = try await Consumer(
+                spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
+            ).drain()
+            #expect(summary.quarantined == 1)
+            #expect(log.counts.isEmpty)
+            #expect(try spool.quarantineReason(shareID).attempts == 3)
+        }
+    }
+
+    @Test func requeueInterruptedAfterTheRecordIsFinished() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["requeue me\n"]).first)
+            let failing = ClosureProcessor { _ in throw ShareError(.processorFailed, "no") }
+            _ = try await Consumer(
+                spool: spool, processor: failing, configuration: fastConfiguration { $0.maxAttempts = 1 }
+            ).drain()
+            try spool.ledger.recordRequeued(shareID: shareID)
+            let report = try spool.recover()
+            #expect(report.rolledForward == 1)
+            #expect(try entries(spool, .incoming) == [shareID])
+            #expect(try entries(spool, .quarantine).isEmpty)
+        }
+    }
+
+    @Test func aShareRenamedIntoIncomingButNotRecordedPublishedIsRepaired() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["published\n"]).first)
+            try spool.ledger.database.withConnection { connection in
+                try connection.query("UPDATE shares SET state = 'staged' WHERE id = ?", [.text(shareID)])
+            }
+            _ = try spool.recover()
+            #expect(try spool.ledger.state(ofShare: shareID) == "published")
+            #expect(try entries(spool, .incoming) == [shareID])
+        }
+    }
+}
