@@ -18,6 +18,7 @@ let package = Package(
         ),
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
+        .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
         .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore"]),
         .testTarget(
             name: "SharepipeEndToEndTests",
