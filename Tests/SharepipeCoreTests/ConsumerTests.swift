@@ -301,8 +301,25 @@ extension Ledger {
                 names.record(currentThreadName())
             }
             _ = try await Consumer(spool: spool, processor: processor, configuration: fastConfiguration()).drain()
-            #expect(names.counts.keys.allSatisfy { $0.hasPrefix("sp-consumer-") })
+            #expect(names.counts.keys.allSatisfy { $0.hasPrefix("sp-consumer-") }, "\(names.counts)")
             #expect(names.counts.values.reduce(0, +) == 6)
+        }
+    }
+
+    @Test func drainEndsWhenTheOnlyShareLeftCannotBeClaimed() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = try #require(try await publishTextShares(spool, ["stuck\n"]).first)
+            // A broken spool: the same share in incoming and in processing. The claim rename refuses to replace.
+            try System.makeDirectory(spool.path(.processing, shareID))
+            try writeFile(spool.path(.processing, shareID) + "/other", "other")
+            let log = CallLog()
+            let summary = try await Consumer(
+                spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
+            ).drain()
+            #expect(summary == ConsumeSummary())
+            #expect(log.counts.isEmpty)
+            #expect(try entries(spool, .incoming) == [shareID])
         }
     }
 

@@ -51,6 +51,23 @@ import Testing
         }
     }
 
+    @Test func aStagingDirectoryLockedByALiveLoaderIsLeftAlone() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let shareID = UUID().uuidString
+            try System.makeDirectory(spool.path(.staging, shareID))
+            let loader = try FileDescriptor.openDirectory(spool.path(.staging, shareID))
+            #expect(try loader.lock(exclusive: true, nonBlocking: true))
+            let report = try spool.recover()
+            #expect(report.liveClaims == 1)
+            #expect(report.stagingRemoved == 0)
+            #expect(try entries(spool, .staging) == [shareID])
+            loader.close()
+            #expect(try spool.recover().stagingRemoved == 1)
+            #expect(try entries(spool, .staging).isEmpty)
+        }
+    }
+
     @Test func sourceOfAPublishedShareIsUnlinkedNotIngestedAgain() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")

@@ -94,8 +94,9 @@ public struct Consumer: Sendable {
                     await doorbell.wait(upTo: duration)
                     if Task.isCancelled { return }
                 case .claim(let shareID):
-                    defer { dispatcher.finished(shareID) }
-                    try await handle(shareID, dispatcher)
+                    var claimed = false
+                    defer { dispatcher.finished(shareID, claimed: claimed) }
+                    claimed = try await handle(shareID, dispatcher)
                 }
             } catch {
                 dispatcher.fail(error)
@@ -104,17 +105,18 @@ public struct Consumer: Sendable {
         }
     }
 
-    /// One attempt at one share.
-    private func handle(_ shareID: String, _ dispatcher: Dispatcher) async throws {
-        guard let claim = try spool.claim(shareID) else { return }
+    /// One attempt at one share; false when another claimer had it first.
+    private func handle(_ shareID: String, _ dispatcher: Dispatcher) async throws -> Bool {
+        guard let claim = try spool.claim(shareID) else { return false }
+        let maxAttempts = max(1, configuration.maxAttempts)
         let attempt = claim.previousAttempts + 1
-        if claim.previousAttempts >= configuration.maxAttempts {
+        if claim.previousAttempts >= maxAttempts {
             // Every allowed attempt is used up; the last ones were cut short by crashes.
             let error = ShareError(
                 .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
             try spool.quarantine(claim, error: error, durationMilliseconds: nil)
             dispatcher.count(\.quarantined)
-            return
+            return true
         }
         let started = System.monotonicNanoseconds()
         var failure: ShareError?
@@ -127,7 +129,7 @@ public struct Consumer: Sendable {
             if Task.isCancelled {
                 try spool.release(claim)
                 dispatcher.count(\.released)
-                return
+                return true
             }
             failure = error as? ShareError ?? ShareError(.processorFailed, "the processor failed: \(error)")
         }
@@ -135,9 +137,9 @@ public struct Consumer: Sendable {
         guard let failure else {
             try spool.complete(claim, durationMilliseconds: duration)
             dispatcher.count(\.processed)
-            return
+            return true
         }
-        if attempt >= configuration.maxAttempts {
+        if attempt >= maxAttempts {
             try spool.quarantine(claim, error: failure, durationMilliseconds: duration)
             dispatcher.count(\.quarantined)
         } else {
@@ -145,6 +147,7 @@ public struct Consumer: Sendable {
             try spool.retry(claim, error: failure, durationMilliseconds: duration, notBefore: Ledger.now() + delay)
             dispatcher.count(\.retried)
         }
+        return true
     }
 }
 
@@ -161,6 +164,8 @@ private final class Dispatcher: Sendable {
         /// Claimable ids, newest first, so the oldest is popped from the end.
         var candidates: [String] = []
         var inFlight: Set<String> = []
+        /// Ids another claimer won since the last wait; not offered again until then.
+        var lost: Set<String> = []
         /// The earliest not-before time of a deferred share in `incoming`, ms since the epoch.
         var earliestDeferred: Int64?
         var nextRetention: Int64 = 0
@@ -193,6 +198,7 @@ private final class Dispatcher: Sendable {
                 return .claim(shareID)
             }
             if untilEmpty && state.inFlight.isEmpty && state.earliestDeferred == nil { return .finished }
+            state.lost = []
             var wait = configuration.pollInterval
             if let earliest = state.earliestDeferred {
                 wait = min(wait, .milliseconds(max(1, earliest - Ledger.now())))
@@ -211,7 +217,8 @@ private final class Dispatcher: Sendable {
         let deferred = try spool.ledger.deferredShares(now: now)
         var earliest: Int64?
         var candidates: [String] = []
-        for shareID in try spool.shareIDs(in: .incoming) where !state.inFlight.contains(shareID) {
+        for shareID in try spool.shareIDs(in: .incoming)
+        where !state.inFlight.contains(shareID) && !state.lost.contains(shareID) {
             if let notBefore = deferred[shareID] {
                 earliest = min(earliest ?? notBefore, notBefore)
             } else {
@@ -222,8 +229,11 @@ private final class Dispatcher: Sendable {
         state.earliestDeferred = earliest
     }
 
-    func finished(_ shareID: String) {
-        _ = state.withLock { $0.inFlight.remove(shareID) }
+    func finished(_ shareID: String, claimed: Bool) {
+        state.withLock { state in
+            state.inFlight.remove(shareID)
+            if !claimed { state.lost.insert(shareID) }
+        }
         doorbell.ring()
     }
 

@@ -15,9 +15,8 @@ final class WorkerThread: TaskExecutor, @unchecked Sendable {
 
     /// Starts the thread.
     func start() {
-        // Named from inside: on Linux only a thread's own name reaches the kernel (and `top -H`).
         Thread { [self] in
-            Thread.current.name = name
+            System.nameCurrentThread(name)
             loop()
         }.start()
     }

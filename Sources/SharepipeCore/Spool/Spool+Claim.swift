@@ -1,32 +1,32 @@
 import Glibc
 
-/// A share claimed by this process. The exclusive lock on `processing/S/.lock` is held for as long as this value
-/// lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live one.
+/// A share claimed by this process. The exclusive lock on the directory `processing/S` is held for as long as this
+/// value lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live
+/// one.
 struct ShareClaim: ~Copyable {
     /// The claimed share.
     let shareID: String
     /// Attempts recorded before this one.
     let previousAttempts: Int
-    fileprivate let lock: LockFile
+    fileprivate let lock: DirectoryLock
 }
 
 /// Claim, process, complete (kill -9 safe at every step):
 /// 1. `rename(incoming/S, processing/S)` without replacing: one claimer wins, the others get ENOENT and move on;
-/// 2. `processing/S/.lock` opened (created if missing) and locked with a non-blocking exclusive `flock`, then checked
-///    to still be the file at `processing/S/.lock` — a claimer that finds its share gone or locked moves on.
+/// 2. the directory `processing/S` opened and locked with a non-blocking exclusive `flock` (the lock belongs to the
+///    directory and moves with it, as the loader's lock on `staging/S` does), then checked to still be the
+///    directory at `processing/S` — a claimer that finds its share gone or locked moves on.
 ///    Crash after 1 or 2: the lock is free, so recovery (at start-up, before workers start, taking the same lock)
 ///    moves `processing/S` back to `incoming`; no processor ran, so no attempt is counted;
 /// 3. ledger: claimed; the processor runs per copied attachment — crash: recovery moves S back with attempts + 1;
 /// 4. ledger: processed, committed — crash before this: S runs again after recovery (at-least-once);
-/// 5. `processing/S` removed, the lock file last, and `processing` fsynced — crash before this: recovery finds S
+/// 5. `processing/S` removed while still locked, and `processing` fsynced — crash before this: recovery finds S
 ///    recorded processed and removes it.
 ///
 /// A failed attempt is recorded first (attempts + 1, not-before time, state published) and then renamed back to
 /// `incoming`; the last allowed attempt quarantines the share (see `quarantine`). Each record is committed before
 /// the rename that follows it, so recovery rolls an interrupted transition forward from the ledger state.
 extension Spool {
-    static let lockName = ".lock"
-
     /// Claims a share in `incoming`; nil when another claimer won it or it is gone.
     func claim(_ shareID: String) throws -> ShareClaim? {
         do {
@@ -34,15 +34,16 @@ extension Spool {
         } catch let error as ShareError where error.errno == ENOENT {
             return nil
         }
-        guard let lock = try LockFile.acquire(path(.processing, shareID) + "/" + Self.lockName) else { return nil }
+        guard let lock = try DirectoryLock.acquire(path(.processing, shareID)) else { return nil }
         let attempts = try ledger.recordClaimed(shareID: shareID)
         return ShareClaim(shareID: shareID, previousAttempts: attempts, lock: lock)
     }
 
-    /// Success: the share is recorded processed, then its directory removed.
+    /// Success: the share is recorded processed, then its directory removed (the lock is released after that).
     func complete(_ claim: consuming ShareClaim, durationMilliseconds: Int64) throws {
         try ledger.recordProcessed(shareID: claim.shareID, durationMilliseconds: durationMilliseconds)
         try removeShareDirectory(.processing, claim.shareID)
+        _ = consume claim
     }
 
     /// A failed attempt with attempts left: back to `incoming`, not to be claimed before `notBefore`.
@@ -58,6 +59,15 @@ extension Spool {
         try moveBack(claim.shareID)
     }
 
+    /// Unlinks one entry of a share directory without a stat first; a directory is removed as a tree.
+    private static func removeEntry(_ name: String, in directory: Int32) throws {
+        do {
+            try System.unlink(name, relativeTo: directory)
+        } catch let error as ShareError where error.errno == EISDIR {
+            try System.removeTree(name, relativeTo: directory)
+        } catch let error as ShareError where error.errno == ENOENT {}
+    }
+
     /// Renames `processing/S` back to `incoming/S`.
     func moveBack(_ shareID: String) throws {
         guard try System.renameNoReplace(path(.processing, shareID), to: path(.incoming, shareID)) else {
@@ -65,20 +75,17 @@ extension Spool {
         }
     }
 
-    /// Removes a share directory whose files are flat: every file, the lock file last (so nobody can take a fresh
-    /// lock on a half-removed share), the directory, then an fsync of the stage directory.
+    /// Removes a share directory (its entries, then the directory) and fsyncs the stage directory. Call it with the
+    /// share's lock held, or where no claimer can be.
     func removeShareDirectory(_ stage: Stage, _ shareID: String) throws {
-        let directory = path(stage, shareID)
-        let names = try System.listDirectory(directory)
-        for name in names where name != Self.lockName {
-            try System.removeTree(directory + "/" + name)
-        }
-        if names.contains(Self.lockName) { try System.removeTree(directory + "/" + Self.lockName) }
+        let share = path(stage, shareID)
         do {
-            try System.removeDirectory(directory)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTEMPTY {
-            // Gone already, or a concurrent recovery made a lock file in it: that recovery removes the rest.
-        }
+            let directory = try FileDescriptor.openDirectory(share)
+            for name in try System.listDirectory(".", relativeTo: directory.rawValue) {
+                try Self.removeEntry(name, in: directory.rawValue)
+            }
+            try System.removeDirectory(share)
+        } catch let error as ShareError where error.errno == ENOENT {}
         try System.syncDirectory(path(stage))
     }
 }

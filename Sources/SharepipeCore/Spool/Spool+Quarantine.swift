@@ -21,7 +21,7 @@ struct QuarantineReason: Codable, Sendable, Equatable {
 /// 1. `processing/S/reason.json` written atomically — crash: recovery finds S claimed, removes the reason and moves S
 ///    back to `incoming` with attempts + 1 (the consumer quarantines it at its next claim);
 /// 2. ledger: quarantined, committed — crash: recovery finds S recorded quarantined and finishes the move;
-/// 3. `rename(processing/S, quarantine/S)`, `quarantine` fsynced, the lock file removed.
+/// 3. `rename(processing/S, quarantine/S)`, `quarantine` fsynced.
 ///
 /// Requeue records the share published (attempts reset) first, removes `reason.json`, then renames it back to
 /// `incoming`; recovery finishes an interrupted requeue from the ledger state. Purge records the share purged, then removes
@@ -55,7 +55,6 @@ extension Spool {
             throw ShareError(.io, "share \(shareID) is both in processing and in quarantine", errno: EEXIST)
         }
         try System.syncDirectory(path(.quarantine))
-        try System.removeTree(path(.quarantine, shareID) + "/" + Self.lockName)
     }
 
     /// Reads a quarantined share's `reason.json`.

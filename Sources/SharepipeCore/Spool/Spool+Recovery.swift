@@ -11,19 +11,25 @@ public struct RecoveryReport: Sendable, Equatable {
     public var completed = 0
     /// Interrupted quarantines and requeues finished.
     public var rolledForward = 0
-    /// Claims held by a live process, left alone.
+    /// Shares in `staging` or `processing` held (locked) by a live process, left alone.
     public var liveClaims = 0
 }
 
-/// Recovery at start-up. Call `recover()` once before the loader or any consumer starts (it deletes `staging`,
-/// which a running loader writes into), then `recoverInbox(_:)` before the inbox is scanned.
+/// Recovery at start-up: call `recover()` before this process's loader and consumers start, then
+/// `recoverInbox(_:)` before the inbox is scanned. Loaders and consumers of other processes are safe: their locks
+/// are honoured.
 extension Spool {
     /// Deletes unpublished shares, sends dead claims back to `incoming` (or finishes what the ledger recorded for
     /// them), finishes interrupted requeues, and repairs ledger rows of shares published before a crash.
-    /// A claim whose lock is held by a live process is never touched.
+    /// A staging directory or a claim whose lock is held by a live process (a loader or consumer running beside
+    /// this one) is never touched.
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
         for name in try System.listDirectory(path(.staging)) {
+            guard try !isLiveStaging(name) else {
+                report.liveClaims += 1
+                continue
+            }
             try System.removeTree(path(.staging, name))
             if UUID(uuidString: name) != nil { try ledger.recordStagingRemoved(shareID: name) }
             report.stagingRemoved += 1
@@ -31,7 +37,7 @@ extension Spool {
         if report.stagingRemoved > 0 { try System.syncDirectory(path(.staging)) }
 
         for shareID in try shareIDs(in: .processing) {
-            guard let lock = try LockFile.acquire(path(.processing, shareID) + "/" + Self.lockName) else {
+            guard let lock = try DirectoryLock.acquire(path(.processing, shareID)) else {
                 report.liveClaims += 1
                 continue
             }
@@ -66,11 +72,22 @@ extension Spool {
         for shareID in try ledger.shareIDs(inState: "staged") {
             if try System.lstatIfPresent(path(.incoming, shareID)) != nil {
                 try ledger.recordPublished(shareID: shareID)
-            } else {
+            } else if try System.lstatIfPresent(path(.staging, shareID)) == nil {
                 try ledger.recordRejected(shareID: shareID, code: nil)
             }
         }
         return report
+    }
+
+    /// Whether a loader of a live process holds the lock on a staging directory.
+    private func isLiveStaging(_ name: String) throws -> Bool {
+        guard try System.lstatIfPresent(path(.staging, name))?.kind == .directory else { return false }
+        do {
+            let directory = try FileDescriptor.openDirectory(path(.staging, name))
+            return try !directory.lock(exclusive: true, nonBlocking: true)
+        } catch let error as ShareError where error.errno == ENOENT {
+            return false
+        }
     }
 
     /// The reason for a quarantine whose `reason.json` was not yet written when the process died.

@@ -1,0 +1,35 @@
+import Glibc
+
+/// An exclusive `flock` on a directory, held for as long as this value lives. The lock belongs to the directory's
+/// inode, so it moves with the directory when it is renamed; the kernel drops it when the descriptor closes,
+/// including when the process dies.
+struct DirectoryLock: ~Copyable {
+    private let descriptor: FileDescriptor
+
+    private init(descriptor: consuming FileDescriptor) {
+        self.descriptor = descriptor
+    }
+
+    /// Opens the directory at `path` and locks it without waiting. Returns nil when another holder has the lock,
+    /// when nothing is at `path`, or when the directory at `path` is no longer the one locked (it was moved away
+    /// between the open and the lock).
+    static func acquire(_ path: String) throws -> DirectoryLock? {
+        let directory: FileDescriptor
+        do {
+            directory = try FileDescriptor.openDirectory(path)
+        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return nil
+        }
+        guard try directory.lock(exclusive: true, nonBlocking: true) else { return nil }
+        let lock = DirectoryLock(descriptor: directory)
+        guard try lock.isLinked(at: path) else { return nil }
+        return lock
+    }
+
+    /// Whether `path` still names the locked directory.
+    func isLinked(at path: String) throws -> Bool {
+        guard let linked = try System.lstatIfPresent(path) else { return false }
+        let held = try descriptor.status()
+        return linked.device == held.device && linked.inode == held.inode
+    }
+}
