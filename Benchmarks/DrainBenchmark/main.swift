@@ -110,7 +110,8 @@ guard summary.processed == count else {
 }
 let rate = Double(count) / elapsed
 
-print(String(format: "raw syscalls:    %6d shares in %7.3f s = %8.0f shares/s", baseline.shares, baseline.seconds, rawRate))
+print(String(
+    format: "raw syscalls:    %6d shares in %7.3f s = %8.0f shares/s", baseline.shares, baseline.seconds, rawRate))
 print(String(format: "drain (discard): %6d shares in %7.3f s = %8.0f shares/s, %d workers, %.3f s CPU", count, elapsed,
     rate, configuration.workers, cpu))
 print(String(format: "ratio: %.0f%% of the raw rate (target >= 50%%)", 100 * rate / rawRate))

@@ -83,7 +83,8 @@ extension Ledger {
     func events(_ event: LedgerEvent, shareID: String) throws -> [String?] {
         try database.withConnection { connection in
             try connection.query(
-                "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq", [.text(shareID), .text(event.rawValue)]
+                "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq",
+                [.text(shareID), .text(event.rawValue)]
             ).map { $0[0].text }
         }
     }
@@ -336,7 +337,8 @@ extension Ledger {
             _ = try await Consumer(spool: spool, processor: processor, configuration: fastConfiguration()).drain()
             var ledgerBytes = Data()
             for suffix in ["", "-wal", "-shm"] {
-                ledgerBytes += (try? Data(contentsOf: URL(fileURLWithPath: spool.root + "/ledger.sqlite" + suffix))) ?? Data()
+                let url = URL(fileURLWithPath: spool.root + "/ledger.sqlite" + suffix)
+                ledgerBytes += (try? Data(contentsOf: url)) ?? Data()
             }
             #expect(ledgerBytes.count > 0)
             #expect(ledgerBytes.range(of: Data(canary.utf8)) == nil)

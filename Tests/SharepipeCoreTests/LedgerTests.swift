@@ -61,7 +61,8 @@ import Testing
             #expect(utimensat(AT_FDCWD, spool.path(.quarantine, ids[0]), &times, AT_SYMLINK_NOFOLLOW) == 0)
             let longAgo = Ledger.now() - 31 * 86_400_000
             let aged = try spool.ledger.database.withConnection { connection in
-                try connection.query("UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])
+                try connection.query(
+                    "UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])
                 try connection.query("UPDATE events SET at = ? WHERE share_id = ?", [.integer(longAgo), .text(ids[2])])
                 return try connection.query("SELECT COUNT(*) FROM events WHERE share_id = ?", [.text(ids[2])])
             }

@@ -103,7 +103,8 @@ import Testing
             #expect(try System.listDirectory(dir + "/elsewhere").isEmpty)
             let manifest = try spool.manifest(.quarantine, shareID)
             let file = try #require(manifest.attachments[0].file)
-            #expect(try System.readFile(spool.path(.quarantine, shareID) + "/" + file) == Array("must not escape\n".utf8))
+            let copy = try System.readFile(spool.path(.quarantine, shareID) + "/" + file)
+            #expect(copy == Array("must not escape\n".utf8))
         }
     }
 
@@ -157,10 +158,12 @@ import Testing
             let shareID = try await publishShare(spool, ["first\n", "second\n"], name: "it's a name.txt")
             let claim = try mustClaim(spool, shareID)
             let share = try view(spool, shareID)
-            let processor = ExecProcessor(command: "env > '\(dir)'/env-$(basename \"$SHAREPIPE_FILE\")", timeout: .seconds(10))
+            let processor = ExecProcessor(
+                command: "env > '\(dir)'/env-$(basename \"$SHAREPIPE_FILE\")", timeout: .seconds(10))
             try await processor.process(share)
             for attachment in share.attachments {
-                let text = String(decoding: try System.readFile(dir + "/env-" + (attachment.path as NSString).lastPathComponent), as: UTF8.self)
+                let copyName = (attachment.path as NSString).lastPathComponent
+                let text = String(decoding: try System.readFile(dir + "/env-" + copyName), as: UTF8.self)
                 let variables = Dictionary(text.split(separator: "\n").map {
                     let parts = $0.split(separator: "=", maxSplits: 1)
                     return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
@@ -193,7 +196,8 @@ import Testing
             await #expect {
                 try await ExecProcessor(command: "exit 3").process(share)
             } throws: { error in
-                (error as? ShareError)?.code == .processorFailed && (error as? ShareError)?.message.contains("3") == true
+                let error = error as? ShareError
+                return error?.code == .processorFailed && error?.message.contains("status 3") == true
             }
             _ = consume claim
         }

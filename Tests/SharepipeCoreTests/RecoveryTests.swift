@@ -199,7 +199,8 @@ import Testing
                 // Crash after quarantine step 2.
                 let claim = try mustClaim(spool, ids[1])
                 try spool.writeReason(reason, shareID: claim.shareID)
-                try spool.ledger.recordQuarantined(shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1)
+                try spool.ledger.recordQuarantined(
+                    shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1)
             }
             let report = try spool.recover()
             #expect(report.returnedToIncoming == 1)

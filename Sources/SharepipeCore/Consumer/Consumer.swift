@@ -47,7 +47,8 @@ public struct Consumer: Sendable {
     }
 
     private func work(untilEmpty: Bool) async throws -> ConsumeSummary {
-        let dispatcher = Dispatcher(spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty)
+        let dispatcher = Dispatcher(
+            spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty)
         let threads = (0..<max(1, configuration.workers)).map { WorkerThread(name: "sp-consumer-\($0)") }
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }

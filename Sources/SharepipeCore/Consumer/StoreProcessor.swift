@@ -113,7 +113,8 @@ public struct StoreProcessor: Processor {
         let cleaned = String(String.UnicodeScalarView((suggested ?? "").unicodeScalars.map { scalar in
             scalar == "/" || scalar == "\\" || scalar.value < 0x20 || scalar.value == 0x7f ? "_" : scalar
         }))
-        let trimmed = String(cleaned.drop { $0 == "." || $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        let leading = cleaned.drop { $0 == "." || $0.isWhitespace }
+        let trimmed = String(leading.reversed().drop { $0.isWhitespace }.reversed())
         let name = trimmed.isEmpty ? fallback : trimmed
         let (stem, ext) = split(name)
         var cappedStem = ""

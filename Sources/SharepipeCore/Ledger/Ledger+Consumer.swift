@@ -10,7 +10,8 @@ extension Ledger {
     func recordClaimed(shareID: String) throws -> Int {
         try database.transaction { connection in
             try connection.query(
-                "UPDATE shares SET state = 'claimed', updated_at = ? WHERE id = ?", [.integer(Self.now()), .text(shareID)])
+                "UPDATE shares SET state = 'claimed', updated_at = ? WHERE id = ?",
+                [.integer(Self.now()), .text(shareID)])
             try Self.append(.claimed, shareID: shareID, to: connection)
             let attempts = try connection.query("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)])
             return Int(attempts.first?.first?.integer ?? 0)
@@ -43,7 +44,8 @@ extension Ledger {
                 updated_at = ? WHERE id = ?
                 """,
                 [.integer(notBefore), .text(code.rawValue), .integer(Self.now()), .text(shareID)])
-            try Self.append(.failed, shareID: shareID, code: code, durationMilliseconds: durationMilliseconds, to: connection)
+            try Self.append(
+                .failed, shareID: shareID, code: code, durationMilliseconds: durationMilliseconds, to: connection)
             try Self.append(.retried, shareID: shareID, to: connection)
         }
     }
@@ -71,7 +73,8 @@ extension Ledger {
     func recordReleased(shareID: String) throws {
         try database.transaction { connection in
             try connection.query(
-                "UPDATE shares SET state = 'published', updated_at = ? WHERE id = ?", [.integer(Self.now()), .text(shareID)])
+                "UPDATE shares SET state = 'published', updated_at = ? WHERE id = ?",
+                [.integer(Self.now()), .text(shareID)])
             try Self.append(.retried, shareID: shareID, code: .cancelled, to: connection)
         }
     }
@@ -126,7 +129,8 @@ extension Ledger {
     /// Attempts recorded for a share.
     func attempts(ofShare shareID: String) throws -> Int {
         try database.withConnection { connection in
-            Int(try connection.query("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)]).first?.first?.integer ?? 0)
+            let rows = try connection.query("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)])
+            return Int(rows.first?.first?.integer ?? 0)
         }
     }
 

@@ -84,7 +84,10 @@ extension Ledger {
             status.pendingBytes = pending?[0].integer ?? 0
             status.oldestPendingCreatedAt = pending?[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }
             for row in try connection.query(
-                "SELECT code, COUNT(*) FROM events WHERE event = 'failed' AND code IS NOT NULL AND at >= ? GROUP BY code",
+                """
+                SELECT code, COUNT(*) FROM events WHERE event = 'failed' AND code IS NOT NULL AND at >= ?
+                GROUP BY code
+                """,
                 [.integer(now - 86_400_000)])
             {
                 if let code = row[0].text.flatMap(ShareError.Code.init(rawValue:)) {

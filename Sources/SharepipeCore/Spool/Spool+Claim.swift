@@ -30,7 +30,9 @@ extension Spool {
     /// Claims a share in `incoming`; nil when another claimer won it or it is gone.
     func claim(_ shareID: String) throws -> ShareClaim? {
         do {
-            guard try System.renameNoReplace(path(.incoming, shareID), to: path(.processing, shareID)) else { return nil }
+            guard try System.renameNoReplace(path(.incoming, shareID), to: path(.processing, shareID)) else {
+                return nil
+            }
         } catch let error as ShareError where error.errno == ENOENT {
             return nil
         }

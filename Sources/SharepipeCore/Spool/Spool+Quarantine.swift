@@ -24,8 +24,8 @@ struct QuarantineReason: Codable, Sendable, Equatable {
 /// 3. `rename(processing/S, quarantine/S)`, `quarantine` fsynced.
 ///
 /// Requeue records the share published (attempts reset) first, removes `reason.json`, then renames it back to
-/// `incoming`; recovery finishes an interrupted requeue from the ledger state. Purge records the share purged, then removes
-/// its directory (an interrupted purge is finished by the next one).
+/// `incoming`; recovery finishes an interrupted requeue from the ledger state. Purge records the share purged, then
+/// removes its directory (an interrupted purge is finished by the next one).
 extension Spool {
     /// The last allowed attempt failed (it took `durationMilliseconds`), or no attempt is left (nil): the share
     /// moves to `quarantine` with `reason.json`, copies intact.
@@ -70,7 +70,8 @@ extension Spool {
     /// Puts a quarantined share back into `incoming` with its attempts reset (`sharepipe requeue`).
     /// A share id that is not in quarantine is ERR_IO with errno ENOENT.
     public func requeue(_ shareID: String) throws {
-        guard UUID(uuidString: shareID) != nil, try System.lstatIfPresent(path(.quarantine, shareID))?.kind == .directory
+        guard UUID(uuidString: shareID) != nil,
+            try System.lstatIfPresent(path(.quarantine, shareID))?.kind == .directory
         else { throw ShareError(.io, "no quarantined share \(shareID)", errno: ENOENT) }
         try ledger.recordRequeued(shareID: shareID)
         try finishRequeue(shareID)

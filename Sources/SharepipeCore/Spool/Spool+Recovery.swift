@@ -94,9 +94,10 @@ extension Spool {
     private func recoveredReason(_ shareID: String) throws -> QuarantineReason {
         let now = Ledger.now()
         let attempts = try ledger.attempts(ofShare: shareID)
+        let first = try ledger.firstAttemptAt(shareID: shareID) ?? now
         return QuarantineReason(
             code: .processorFailed, message: "ERR_PROCESSOR_FAILED: the processor failed \(attempts) times",
-            attempts: attempts, firstAttemptAt: Self.rfc3339(milliseconds: try ledger.firstAttemptAt(shareID: shareID) ?? now),
+            attempts: attempts, firstAttemptAt: Self.rfc3339(milliseconds: first),
             lastAttemptAt: Self.rfc3339(milliseconds: now))
     }
 

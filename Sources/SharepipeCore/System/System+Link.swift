@@ -32,7 +32,9 @@ extension System {
         while true {
             let count = try buffer.withUnsafeMutableBytes { (raw) throws in try input.read(into: raw) }
             if count == 0 { return }
-            try buffer.withUnsafeBytes { (raw) throws in try output.writeAll(UnsafeRawBufferPointer(rebasing: raw[..<count])) }
+            try buffer.withUnsafeBytes { (raw) throws in
+                try output.writeAll(UnsafeRawBufferPointer(rebasing: raw[..<count]))
+            }
         }
     }
 }
