@@ -139,7 +139,7 @@ public struct Daemon: Sendable {
                 return false
             }
             group.addTask {
-                try await context.consumer.run()
+                try await consumeLoop(context)
                 return false
             }
             group.addTask {
@@ -200,10 +200,39 @@ public struct Daemon: Sendable {
         if case .published = outcome { context.consumer.wake() }
     }
 
-    /// Tries again, now and then, the entries that could not be ingested (spool full, I/O).
+    /// Runs the consumer; a spool or ledger failure (a full disk, say) pauses it instead of ending the daemon: after
+    /// the retry interval, dead claims go back to `incoming` and consuming starts again.
+    private func consumeLoop(_ context: Context) async throws {
+        while true {
+            do {
+                try await context.consumer.run()
+                return
+            } catch let error as ShareError {
+                logger.error("consumer.paused", [
+                    ("code", .string(error.code.rawValue)), ("message", .string(error.message)),
+                ])
+                try await Task.sleep(for: configuration.deferRetry)
+                do {
+                    let report = try context.spool.recover()
+                    logger.info("consumer.resumed", [("claims_returned", .int(Int64(report.returnedToIncoming)))])
+                } catch {
+                    logger.error("consumer.recovery_failed", [("message", .string("\(error)"))])
+                }
+            }
+        }
+    }
+
+    /// Tries again the entries that could not be ingested (spool full, I/O) once their retry time comes; asleep
+    /// while nothing waits.
     private func retryLoop(_ context: Context) async throws {
         while true {
-            try await Task.sleep(for: configuration.deferRetry)
+            if let wait = context.queue.timeUntilNextDue() {
+                try await Task.sleep(for: wait)
+            } else {
+                await context.queue.deferred.wait(upTo: .seconds(3600))
+                try Task.checkCancellation()
+                continue
+            }
             for name in context.queue.due() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
                 await handle(InboxCandidate(name: name, status: status), context)
@@ -290,6 +319,8 @@ final class IngestQueue: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Rung when an entry is deferred, so the retry loop can sleep while nothing waits.
+    let deferred = Doorbell()
 
     /// Claims a name for ingesting; false when it is already in flight.
     func begin(_ name: String) -> Bool {
@@ -310,11 +341,24 @@ final class IngestQueue: Sendable {
                     + UInt64(attoseconds / 1_000_000_000)
             }
         }
+        if deferred { self.deferred.ring() }
     }
 
-    /// Deferred names whose retry time has come.
+    /// How long until the first deferred entry is due (zero when one is), or nil when none waits.
+    func timeUntilNextDue() -> Duration? {
+        let now = System.monotonicNanoseconds()
+        return state.withLock { state in
+            state.deferred.values.min().map { .nanoseconds(Int64($0 > now ? $0 - now : 0)) }
+        }
+    }
+
+    /// Deferred names whose retry time has come, taken off the list (a retry that is deferred again re-enters it).
     func due() -> [String] {
         let now = System.monotonicNanoseconds()
-        return state.withLock { state in state.deferred.filter { $0.value <= now }.map(\.key).sorted() }
+        return state.withLock { state in
+            let names = state.deferred.filter { $0.value <= now }.map(\.key).sorted()
+            for name in names { state.deferred[name] = nil }
+            return names
+        }
     }
 }

@@ -110,14 +110,16 @@ struct InboxIngester: Sendable {
             for (record, file) in zip(receipt.attachments, files) where record.status == .copied {
                 removeSource(file.path, expected: file.status)
             }
+            let isFolder = files.count > 1 || files.first?.path != inbox + "/" + entry
+            if isFolder && receipt.status == .complete {
+                removeEmptyDirectories(inbox + "/" + entry)
+            }
             try? System.syncDirectory(inbox)
             try? loader.spool.ledger.markSourcesDone(shareID: receipt.shareId)
             if receipt.status == .partial {
                 let failure = receipt.attachments.first { $0.status == .failed }
                 let error = failure?.shareError ?? ShareError(.io, "some attachments failed")
                 _ = reject(entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
-            } else if files.count > 1 || files.first?.path != inbox + "/" + entry {
-                removeEmptyDirectories(inbox + "/" + entry)
             }
             return .published(shareID: receipt.shareId, status: receipt.status)
         case .rejected:

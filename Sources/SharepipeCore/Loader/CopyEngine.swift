@@ -19,6 +19,9 @@ struct CopyEngine: Sendable {
         let bytes = Atomic<Int64>(0)
         /// Set when the share is cancelled; copies stop at their next chunk.
         let cancelled = Atomic<Bool>(false)
+        /// Set when a copy found the state directory's file system full: the share could not be attempted, which
+        /// is not the attachment's fault, so the share fails as a whole and its sources are tried again later.
+        let outOfSpace = Atomic<Bool>(false)
     }
 
     let maxFileSize: Int64

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Glibc
 
 /// Loads a share the way a share extension must: per attachment the first declared type that conforms to an
 /// accepted type, copied inside the provider's callback into `staging`, checked, and published with one rename.
@@ -54,7 +55,15 @@ public struct ShareLoader: Sendable {
         } onCancel: {
             shareState.cancelled.store(true, ordering: .relaxed)
         }
-        let receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
+        let receipt: ShareReceipt
+        if shareState.outOfSpace.load(ordering: .relaxed) {
+            try? spool.remove(.staging, shareID)
+            let info = AttachmentRecord.ErrorInfo(
+                code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
+            receipt = ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
+        } else {
+            receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
+        }
         stagingLock.close()
         return receipt
     }
@@ -124,6 +133,7 @@ public struct ShareLoader: Sendable {
         let outcome = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
         switch outcome {
         case .failure(let error):
+            if error.errno == ENOSPC || error.errno == EDQUOT { shareState.outOfSpace.store(true, ordering: .relaxed) }
             return failed(error)
         case .success(let copy):
             do {
