@@ -13,9 +13,10 @@ struct ShareClaim: ~Copyable {
 
 /// Claim, process, complete (kill -9 safe at every step):
 /// 1. `rename(incoming/S, processing/S)` without replacing: one claimer wins, the others get ENOENT and move on;
-/// 2. the directory `processing/S` opened and locked with a non-blocking exclusive `flock` (the lock belongs to the
-///    directory and moves with it, as the loader's lock on `staging/S` does), then checked to still be the
-///    directory at `processing/S` — a claimer that finds its share gone or locked moves on.
+/// 2. the directory `processing/S` opened and locked with an exclusive `flock` (the lock belongs to the directory
+///    and moves with it, as the loader's lock on `staging/S` does — so the claimer waits the few milliseconds until
+///    the loader that published S lets go), then checked to still be the directory at `processing/S` — a claimer
+///    that finds its share gone (a recovery moved it back meanwhile) moves on.
 ///    Crash after 1 or 2: the lock is free, so recovery (at start-up, before workers start, taking the same lock)
 ///    moves `processing/S` back to `incoming`; no processor ran, so no attempt is counted;
 /// 3. ledger: claimed; the processor runs per copied attachment — crash: recovery moves S back with attempts + 1;
@@ -36,7 +37,7 @@ extension Spool {
         } catch let error as ShareError where error.errno == ENOENT {
             return nil
         }
-        guard let lock = try DirectoryLock.acquire(path(.processing, shareID)) else { return nil }
+        guard let lock = try DirectoryLock.acquire(path(.processing, shareID), waiting: true) else { return nil }
         let attempts = try ledger.recordClaimed(shareID: shareID)
         return ShareClaim(shareID: shareID, previousAttempts: attempts, lock: lock)
     }

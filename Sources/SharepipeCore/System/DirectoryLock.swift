@@ -13,14 +13,16 @@ struct DirectoryLock: ~Copyable {
     /// Opens the directory at `path` and locks it without waiting. Returns nil when another holder has the lock,
     /// when nothing is at `path`, or when the directory at `path` is no longer the one locked (it was moved away
     /// between the open and the lock).
-    static func acquire(_ path: String) throws -> DirectoryLock? {
+    /// With `waiting`, waits for a holder to let go instead of returning nil: a claimer does, because the loader
+    /// that published the share holds its lock until it has recorded the publish, a few milliseconds.
+    static func acquire(_ path: String, waiting: Bool = false) throws -> DirectoryLock? {
         let directory: FileDescriptor
         do {
             directory = try FileDescriptor.openDirectory(path)
         } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
             return nil
         }
-        guard try directory.lock(exclusive: true, nonBlocking: true) else { return nil }
+        guard try directory.lock(exclusive: true, nonBlocking: !waiting) else { return nil }
         let lock = DirectoryLock(descriptor: directory)
         guard try lock.isLinked(at: path) else { return nil }
         return lock
