@@ -5,7 +5,7 @@ import Synchronization
 /// the copies once processed. A failed attempt is retried with exponential backoff (`retryDelay`, doubling) up to
 /// `maxAttempts`, then the share is quarantined with ERR_PROCESSOR_FAILED.
 ///
-/// Call `Spool.recover()` once at start-up, before the loader or a consumer runs. Shutdown is graceful: cancelling
+/// Call `Spool.recover()` at start-up, before this process's loader and consumers run. Shutdown is graceful: cancelling
 /// `run()` or `drain()` stops claiming, lets in-flight work finish within `shutdownDeadline`, then cancels it and
 /// releases what did not finish back to `incoming` without counting an attempt. Errors of the spool or the ledger
 /// itself (not of a processor) stop every worker and are thrown once they are done.

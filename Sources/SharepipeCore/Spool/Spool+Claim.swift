@@ -54,12 +54,14 @@ extension Spool {
         try ledger.recordRetry(
             shareID: claim.shareID, code: error.code, durationMilliseconds: durationMilliseconds, notBefore: notBefore)
         try moveBack(claim.shareID)
+        _ = consume claim
     }
 
     /// Graceful shutdown: an unfinished share goes back to `incoming` without counting an attempt.
     func release(_ claim: consuming ShareClaim) throws {
         try ledger.recordReleased(shareID: claim.shareID)
         try moveBack(claim.shareID)
+        _ = consume claim
     }
 
     /// Unlinks one entry of a share directory without a stat first; a directory is removed as a tree.

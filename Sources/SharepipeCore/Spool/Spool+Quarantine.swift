@@ -40,6 +40,7 @@ extension Spool {
         try writeReason(reason, shareID: shareID)
         try ledger.recordQuarantined(shareID: shareID, code: error.code, durationMilliseconds: durationMilliseconds)
         try moveToQuarantine(shareID)
+        _ = consume claim
     }
 
     func writeReason(_ reason: QuarantineReason, shareID: String) throws {
