@@ -90,7 +90,9 @@ struct DaemonCommand: Command {
         configuration.inbox = arguments[inbox]!
         configuration.state = ProcessorOptions.stateDirectory(arguments)
         configuration.processor = try ProcessorOptions.processorChoice(arguments)
+        let idlePoll = configuration.consumer.pollInterval
         configuration.consumer = ProcessorOptions.consumerConfiguration(arguments)
+        configuration.consumer.pollInterval = idlePoll
         configuration.loader.accept = arguments[accept]
         configuration.loader.policy = arguments[policy]!
         configuration.loader.maxFileSize = arguments[maxFileSize]!

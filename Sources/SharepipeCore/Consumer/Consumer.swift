@@ -117,6 +117,7 @@ public struct Consumer: Sendable {
                 .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
             try spool.quarantine(claim, error: error, durationMilliseconds: nil)
             dispatcher.count(\.quarantined)
+            log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return true
         }
         let started = System.monotonicNanoseconds()
@@ -138,17 +139,31 @@ public struct Consumer: Sendable {
         guard let failure else {
             try spool.complete(claim, durationMilliseconds: duration)
             dispatcher.count(\.processed)
+            log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return true
         }
         if attempt >= maxAttempts {
             try spool.quarantine(claim, error: failure, durationMilliseconds: duration)
             dispatcher.count(\.quarantined)
+            log(.error, "share.quarantined", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
         } else {
             let delay = (Spool.nanoseconds(configuration.retryDelay) / 1_000_000) << min(attempt - 1, 30)
             try spool.retry(claim, error: failure, durationMilliseconds: duration, notBefore: Ledger.now() + delay)
             dispatcher.count(\.retried)
+            log(.warning, "share.retry", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
         }
         return true
+    }
+
+    private func log(
+        _ level: Logger.Level, _ event: String, _ shareID: String, attempt: Int, code: ShareError.Code? = nil,
+        milliseconds: Int64? = nil
+    ) {
+        guard let logger = configuration.logger else { return }
+        var fields: [(String, Logger.Value)] = [("share", .string(shareID)), ("attempt", .int(Int64(attempt)))]
+        if let code { fields.append(("code", .string(code.rawValue))) }
+        if let milliseconds { fields.append(("duration_ms", .int(milliseconds))) }
+        logger.log(level, event, fields)
     }
 }
 

@@ -14,6 +14,8 @@ public struct ConsumerConfiguration: Sendable {
     public var quarantineTTL: Duration = .seconds(7 * 86_400)
     /// Ledger events are pruned after this long.
     public var eventRetention: Duration = .seconds(30 * 86_400)
+    /// Where processed, retried and quarantined shares are logged, if anywhere.
+    public var logger: Logger?
 
     /// The defaults documented in the README.
     public init() {}

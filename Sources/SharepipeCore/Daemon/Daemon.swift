@@ -56,7 +56,9 @@ public struct Daemon: Sendable {
         let metrics = Metrics()
         try metrics.refresh(from: spool.ledger)
         let processor = ReloadableProcessor(Self.makeProcessor(configuration.processor, registry: registry))
-        let consumer = Consumer(spool: spool, processor: processor, configuration: configuration.consumer)
+        var consumerConfiguration = configuration.consumer
+        consumerConfiguration.logger = logger
+        let consumer = Consumer(spool: spool, processor: processor, configuration: consumerConfiguration)
         let live = LiveSettings(loader: configuration.loader)
         let context = Context(
             spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,

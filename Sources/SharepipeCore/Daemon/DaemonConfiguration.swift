@@ -18,8 +18,13 @@ public struct DaemonConfiguration: Sendable {
     public var processor = ProcessorChoice.store(output: "processed")
     /// Loader limits, accept list and policy.
     public var loader = LoaderConfiguration()
-    /// Workers, retries, backoff.
-    public var consumer = ConsumerConfiguration()
+    /// Workers, retries, backoff. The ingester wakes the consumer as it publishes, so it only looks at `incoming`
+    /// by itself every 5 s (for shares published by other processes, such as `sharepipe share`).
+    public var consumer: ConsumerConfiguration = {
+        var consumer = ConsumerConfiguration()
+        consumer.pollInterval = .seconds(5)
+        return consumer
+    }()
     /// Quiet window before an inbox entry is judged complete.
     public var settle: Duration = .milliseconds(250)
     /// Poll interval for file systems without inotify; nil uses inotify.
