@@ -42,7 +42,7 @@ public struct ShareLoader: Sendable {
         }
         // The staging directory is locked (flock on the directory) for as long as this loader works on it, so a
         // recovery started by another process (`consume` beside a running daemon) can tell it from a dead one.
-        let stagingLock: FileDescriptor
+        let stagingLock: DirectoryLock
         do {
             stagingLock = try makeLockedStaging(shareID)
         } catch {
@@ -64,18 +64,21 @@ public struct ShareLoader: Sendable {
         } else {
             receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
         }
-        stagingLock.close()
+        _ = consume stagingLock
         return receipt
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
     /// when it is published and ends when the descriptor is closed.
-    private func makeLockedStaging(_ shareID: String) throws -> FileDescriptor {
+    private func makeLockedStaging(_ shareID: String) throws -> DirectoryLock {
         try spool.checkCapacity(configuration)
         try System.makeDirectory(spool.path(.staging, shareID))
-        let directory = try FileDescriptor.openDirectory(spool.path(.staging, shareID))
-        _ = try directory.lock(nonBlocking: false)
-        return directory
+        // A recovery in another process may remove the directory between its creation and the lock: then the
+        // share cannot be attempted now, and its sources stay untouched for a later try.
+        guard let lock = try DirectoryLock.acquire(spool.path(.staging, shareID)) else {
+            throw ShareError(.io, "the staging directory was removed before it could be locked", errno: ENOENT)
+        }
+        return lock
     }
 
     /// Loads every attachment, at most `concurrency` at a time; results stay in attachment order.
