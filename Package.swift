@@ -19,6 +19,7 @@ let package = Package(
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
+        .executableTarget(name: "LatencyBenchmark", path: "Benchmarks/LatencyBenchmark"),
         .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore"]),
         .testTarget(
             name: "SharepipeEndToEndTests",
