@@ -9,8 +9,9 @@
 // rename. It counts as processed once the source is gone from the inbox (its share was published) and both
 // `incoming` and `processing` are empty again (the share was claimed, processed and its directory removed). Those
 // are polled every 0.5 ms with stat/readdir, which never touch what the daemon's inotify watches, so a latency is
-// late by 0.25 ms on average. Idle CPU is utime + stime from /proc/PID/stat (10 ms ticks) and, finer, the on-CPU
-// nanoseconds of /proc/PID/task/*/schedstat, plus the context switches that show how often the daemon wakes.
+// late by 0.25 ms on average. Idle CPU is utime + stime from /proc/PID/stat (10 ms ticks, every thread) and, finer,
+// the on-CPU nanoseconds of /proc/PID/task/*/schedstat (threads alive at the end), plus the context switches that
+// show how often the daemon wakes.
 import Foundation
 import Glibc
 
@@ -69,15 +70,12 @@ func readText(_ path: String) -> String {
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
 
-/// CPU use of a process and its threads so far.
+/// CPU use of a process so far, in total and per live thread.
 struct CPUSample {
     /// utime + stime, in clock ticks, threads that ended included.
     var ticks: Int
-    /// On-CPU nanoseconds summed over the threads alive now.
-    var runNanoseconds: Int
-    /// Voluntary and involuntary context switches summed over the threads alive now.
-    var switches: Int
-    var threads: Int
+    /// Per live thread id: on-CPU nanoseconds (schedstat) and voluntary plus involuntary context switches.
+    var threads: [String: (runNanoseconds: Int, switches: Int)] = [:]
 
     init(pid: Int32) {
         let stat = readText("/proc/\(pid)/stat")
@@ -85,18 +83,30 @@ struct CPUSample {
         let fields = stat[(stat.lastIndex(of: ")").map { stat.index(after: $0) } ?? stat.startIndex)...]
             .split(separator: " ")
         ticks = fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        threads = tasks.count
-        runNanoseconds = 0
-        switches = 0
-        for task in tasks {
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             let schedstat = readText("/proc/\(pid)/task/\(task)/schedstat").split(separator: " ")
-            runNanoseconds += schedstat.first.flatMap { Int($0) } ?? 0
+            var switches = 0
             for line in readText("/proc/\(pid)/task/\(task)/status").split(separator: "\n")
             where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
                 switches += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
             }
+            threads[task] = (schedstat.first.flatMap { Int($0) } ?? 0, switches)
         }
+    }
+
+    /// What the threads alive now did since `earlier` (a thread born since then counts from zero). Threads that
+    /// ended in between are missing, so this is a lower bound; `ticks` has them.
+    func threadDelta(since earlier: CPUSample) -> (runNanoseconds: Int, switches: Int, born: Int, ended: Int) {
+        var run = 0
+        var switches = 0
+        for (task, now) in threads {
+            let before = earlier.threads[task] ?? (0, 0)
+            run += now.runNanoseconds - before.runNanoseconds
+            switches += now.switches - before.switches
+        }
+        let born = threads.keys.filter { earlier.threads[$0] == nil }.count
+        let ended = earlier.threads.keys.filter { threads[$0] == nil }.count
+        return (run, switches, born, ended)
     }
 }
 
@@ -202,15 +212,19 @@ sleep(UInt32(options.idleSeconds))
 let after = CPUSample(pid: pid)
 let idleSeconds = Double(monotonicNanoseconds() - idleStart) / 1e9
 let tickMilliseconds = Double(after.ticks - before.ticks) / ticksPerSecond * 1000
-let runMilliseconds = Double(after.runNanoseconds - before.runNanoseconds) / 1e6
+let delta = after.threadDelta(since: before)
+let runMilliseconds = Double(delta.runNanoseconds) / 1e6
 print("")
-print(String(format: "idle for %.1f s (%d threads):", idleSeconds, after.threads))
 print(String(
-    format: "  CPU time %.0f ms by utime+stime (%.0f ms ticks), %.2f ms by schedstat = %.4f%% of one core",
-    tickMilliseconds, 1000 / ticksPerSecond, runMilliseconds, runMilliseconds / (idleSeconds * 10)))
+    format: "idle for %.1f s (%d threads at the end, %d started and %d ended meanwhile):", idleSeconds,
+    after.threads.count, delta.born, delta.ended))
 print(String(
-    format: "  context switches %d = %.1f wakeups per second", after.switches - before.switches,
-    Double(after.switches - before.switches) / idleSeconds))
+    format: "  CPU time %.0f ms by utime+stime (%.0f ms ticks) = %.3f%% of one core", tickMilliseconds,
+    1000 / ticksPerSecond, tickMilliseconds / (idleSeconds * 10)))
+print(String(format: "  CPU time of the threads alive at the end: %.2f ms by schedstat", runMilliseconds))
+print(String(
+    format: "  context switches of those threads: %d = %.1f per second", delta.switches,
+    Double(delta.switches) / idleSeconds))
 
 kill(pid, SIGTERM)
 daemon.waitUntilExit()
