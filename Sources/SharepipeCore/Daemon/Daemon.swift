@@ -53,6 +53,8 @@ public struct Daemon: Sendable {
         if !removed.isEmpty {
             logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
         }
+        // The magic database loads now, so that a broken one fails the start and the first drop is not slower.
+        try Magic.shared.check()
         let metrics = Metrics()
         try metrics.refresh(from: spool.ledger)
         let processor = ReloadableProcessor(Self.makeProcessor(configuration.processor, registry: registry))
@@ -125,12 +127,13 @@ public struct Daemon: Sendable {
         let watcher = InboxWatcher(
             inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
             rescanInterval: configuration.rescanInterval, ignore: IgnoreRules(globs: configuration.ignore))
-        let candidates = watcher.candidates()
-        notifier.send("READY=1", "STATUS=watching")
-        logger.info("daemon.ready", [
-            ("mode", .string(configuration.poll == nil ? "inotify" : "poll")),
-            ("workers", .int(Int64(configuration.consumer.workers))),
-        ])
+        let mode = configuration.poll == nil ? "inotify" : "poll"
+        let workers = Int64(configuration.consumer.workers)
+        let candidates = watcher.candidates { [notifier, logger] in
+            // Recovery is done and the first scan of the inbox is in the stream: ready.
+            notifier.send("READY=1", "STATUS=watching")
+            logger.info("daemon.ready", [("mode", .string(mode)), ("workers", .int(workers))])
+        }
         let stopped = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await ingestLoop(candidates, context)

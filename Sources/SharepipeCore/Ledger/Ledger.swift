@@ -147,9 +147,15 @@ final class Ledger: Sendable {
         }
     }
 
-    /// Publish step 4 done: the share is visible in `incoming`.
+    /// Publish step 4 done: the share is visible in `incoming`. Only a staged share becomes published, so a consumer
+    /// that already claimed or processed it is never set back.
     func recordPublished(shareID: String) throws {
-        try setState("published", shareID: shareID, event: .published)
+        try database.transaction { connection in
+            try connection.query(
+                "UPDATE shares SET state = 'published', updated_at = ? WHERE id = ? AND state = 'staged'",
+                [.integer(Self.now()), .text(shareID)])
+            try Self.append(.published, shareID: shareID, to: connection)
+        }
     }
 
     /// A share that was staged but not published (rolled back or failed).

@@ -50,7 +50,9 @@ struct InboxWatcher: Sendable {
     /// Starts watching and returns the ready entries as they come. The stream's buffer is unbounded, so a consumer
     /// that falls behind loses nothing. It finishes with an error when the inbox cannot be watched or goes away;
     /// stopping its consumer stops the watching.
-    func candidates() -> AsyncThrowingStream<InboxCandidate, Error> {
+    /// `scanned` runs once, on the watching thread, when the first full listing of the inbox is done and its
+    /// candidates are in the stream (the daemon reports READY then).
+    func candidates(scanned: @escaping @Sendable () -> Void = {}) -> AsyncThrowingStream<InboxCandidate, Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: InboxCandidate.self, throwing: Error.self, bufferingPolicy: .unbounded)
         do {
@@ -59,7 +61,7 @@ struct InboxWatcher: Sendable {
             let watcher = self
             try System.startThread {
                 do {
-                    try watcher.watch(until: wake) { ready in
+                    try watcher.watch(until: wake, scanned: scanned) { ready in
                         for candidate in ready { continuation.yield(candidate) }
                     }
                     continuation.finish()
@@ -74,13 +76,15 @@ struct InboxWatcher: Sendable {
     }
 
     /// The watching loop; returns when `wake` is signalled.
-    private func watch(until wake: WakeSignal, yield: ([InboxCandidate]) -> Void) throws {
+    private func watch(until wake: WakeSignal, scanned: () -> Void, yield: ([InboxCandidate]) -> Void) throws {
         let inbox = try System.resolvedPath(self.inbox)
         if let poll {
             var poller = InboxPoller(inbox: inbox, ignore: ignore)
-            repeat {
+            yield(try poller.scan())
+            scanned()
+            while try !System.waitReadable([wake.pollDescriptor], timeout: poll.nanoseconds)[0] {
                 yield(try poller.scan())
-            } while try !System.waitReadable([wake.pollDescriptor], timeout: poll.nanoseconds)[0]
+            }
             return
         }
 
@@ -90,6 +94,7 @@ struct InboxWatcher: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         var now = System.monotonicNanoseconds()
         yield(try tracker.rescan(now: now, overflow: false))
+        scanned()
         var nextRescan = now + rescanInterval
         while true {
             let deadline = min(tracker.nextDeadline ?? nextRescan, nextRescan)
