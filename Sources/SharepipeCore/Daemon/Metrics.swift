@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Counters for the Prometheus textfile collector and the systemd status line, fed by the daemon's parts.
-public final class Metrics: Sendable {
+final class Metrics: Sendable {
     /// Upper bounds of the drop-to-processed latency histogram, in seconds.
     static let latencyBuckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
 
@@ -23,7 +23,7 @@ public final class Metrics: Sendable {
     private let state = Mutex(State())
 
     /// Empty counters.
-    public init() {}
+    init() {}
 
     func shareIngested(bytes: Int64) {
         state.withLock {
