@@ -40,9 +40,10 @@ public struct ClaimedShare: Sendable {
     /// The copied attachments, in attachment order.
     public var attachments: [Attachment]
 
-    /// Builds the view of a claimed share from its manifest; `directory` is the absolute path of `processing/S`.
-    /// A manifest naming a file outside the directory is ERR_IO.
-    init(manifest: Manifest, directory: String, attempt: Int) throws {
+    /// Builds the view of a claimed share from its manifest; `directory` is the absolute path of `processing/S` (or,
+    /// to test a processor, of any directory holding a published share). A manifest naming a file outside the
+    /// directory is ERR_IO.
+    public init(manifest: Manifest, directory: String, attempt: Int) throws {
         shareId = manifest.shareId
         self.attempt = attempt
         self.manifest = manifest
