@@ -218,8 +218,7 @@ final class Ledger: Sendable {
 }
 
 extension Ledger {
-    /// Shares published and not yet processed, and their bytes. Cached for a moment: with a deep backlog a count
-    /// per share would cost more than the share.
+    /// Shares staged, published or claimed and not yet processed, and their bytes.
     func pending() throws -> (shares: Int, bytes: Int64) {
         try database.withConnection { connection in
             let row = try connection.query(

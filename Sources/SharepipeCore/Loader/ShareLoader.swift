@@ -140,7 +140,11 @@ public struct ShareLoader: Sendable {
             return failed(error)
         case .success(let copy):
             do {
-                let mimeType = try Magic.shared.mimeType(of: copy.head)
+                // The provider may have sniffed these very bytes already (an inbox file); libmagic is the costliest
+                // step of a small share, so the same head is not sniffed twice.
+                let presniffed = (provider as? FileItemProvider)?.sniffed
+                let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
+                    ?? Magic.shared.mimeType(of: copy.head)
                 record.sniffedMimeType = mimeType
                 guard registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, isEmpty: copy.bytes == 0)
                 else {

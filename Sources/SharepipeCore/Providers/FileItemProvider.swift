@@ -11,24 +11,32 @@ public struct FileItemProvider: ItemProvider {
     public let registeredTypeIdentifiers: [String]
     public let suggestedName: String?
 
+    /// What the content sniff at creation saw, so that the loader need not sniff the same bytes again.
+    let sniffed: TypeSniffer.SniffedHead?
+
     /// A provider for `path`; `types` nil means "derive them from the extension and the content".
     public init(path: String, types: [String]? = nil, suggestedName: String? = nil, registry: TypeRegistry = .standard) {
         self.path = path
         self.suggestedName = suggestedName ?? (path as NSString).lastPathComponent
-        self.registeredTypeIdentifiers = types ?? Self.derivedTypes(path: path, registry: registry)
+        if let types {
+            registeredTypeIdentifiers = types
+            sniffed = nil
+        } else {
+            sniffed = try? TypeSniffer.sniffHead(path: path)
+            registeredTypeIdentifiers = Self.derivedTypes(path: path, sniffed: sniffed, registry: registry)
+        }
     }
 
-    static func derivedTypes(path: String, registry: TypeRegistry) -> [String] {
+    static func derivedTypes(path: String, sniffed: TypeSniffer.SniffedHead?, registry: TypeRegistry) -> [String] {
         var types: [String] = []
         let name = (path as NSString).lastPathComponent
         let pathExtension = (name as NSString).pathExtension
         if !pathExtension.isEmpty {
             types.append(registry.type(forFilenameExtension: pathExtension))
         }
-        if let sniffed = try? sniffFile(path, registry: registry),
-            !types.contains(where: { registry.conforms($0, to: sniffed.typeIdentifier) })
-        {
-            types.append(sniffed.typeIdentifier)
+        if let sniffed {
+            let sniffedType = registry.sniffedType(forMIMEType: sniffed.mimeType)
+            if !types.contains(where: { registry.conforms($0, to: sniffedType) }) { types.append(sniffedType) }
         }
         return types.isEmpty ? ["public.data"] : types
     }
@@ -52,14 +60,4 @@ public struct FileItemProvider: ItemProvider {
             }
         }
     }
-}
-
-/// Sniffs the first bytes of a regular file without following symlinks or blocking on FIFOs.
-func sniffFile(_ path: String, registry: TypeRegistry) throws -> (mimeType: String, typeIdentifier: String) {
-    let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-    guard try file.status().kind == .regular else { throw ShareError(.notRegularFile, "not a regular file") }
-    var buffer = [UInt8](repeating: 0, count: Sniffer.sniffLength)
-    let count = try buffer.withUnsafeMutableBytes { try file.read(into: $0, at: 0) }
-    let mimeType = try Magic.shared.mimeType(of: Array(buffer[..<count]))
-    return (mimeType, registry.sniffedType(forMIMEType: mimeType))
 }

@@ -6,12 +6,25 @@ extension Spool {
         if free < configuration.minFreeBytes {
             throw ShareError(.spoolFull, "only \(free) bytes free in the state directory, need \(configuration.minFreeBytes)")
         }
-        let (shares, bytes) = try ledger.pending()
+        let (shares, bytes) = try pending()
         if shares >= configuration.maxPendingShares {
             throw ShareError(.spoolFull, "\(shares) shares pending, limit \(configuration.maxPendingShares)")
         }
         if bytes >= configuration.maxPendingBytes {
             throw ShareError(.spoolFull, "\(bytes) bytes pending, limit \(configuration.maxPendingBytes)")
         }
+    }
+
+    /// Pending shares and bytes, counted in the ledger at most once a second. Counting costs a pass over every
+    /// pending share, so with a deep backlog a count per new share would cost more than the share; a limit that is
+    /// up to a second stale is still a limit.
+    private func pending() throws -> (shares: Int, bytes: Int64) {
+        let now = System.monotonicNanoseconds()
+        if let gauge = pendingGauge.withLock({ $0 }), now - gauge.takenAt < 1_000_000_000 {
+            return (gauge.shares, gauge.bytes)
+        }
+        let (shares, bytes) = try ledger.pending()
+        pendingGauge.withLock { $0 = (now, shares, bytes) }
+        return (shares, bytes)
     }
 }

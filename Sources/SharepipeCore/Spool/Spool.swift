@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The state directory: `staging`, `incoming`, `processing`, `quarantine` and `ledger.sqlite`.
 ///
@@ -16,6 +17,9 @@ public final class Spool: Sendable {
     public let root: String
     /// The ledger inside the state directory.
     let ledger: Ledger
+    /// The last count of pending shares and bytes, and when it was taken (monotonic ns): back-pressure reads it
+    /// instead of counting the ledger for every share.
+    let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
 
     /// Stage directories.
     public enum Stage: String, Sendable, CaseIterable {

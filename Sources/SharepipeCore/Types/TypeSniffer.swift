@@ -8,6 +8,18 @@ public enum TypeSniffer {
     public static func sniff(path: String, registry: TypeRegistry = .standard) throws
         -> (mimeType: String, typeIdentifier: String)
     {
+        let mimeType = try sniffHead(path: path).mimeType
+        return (mimeType, registry.sniffedType(forMIMEType: mimeType))
+    }
+
+    /// A file's leading bytes (up to `Sniffer.sniffLength`) and what libmagic says of them.
+    struct SniffedHead: Sendable {
+        var head: [UInt8]
+        var mimeType: String
+    }
+
+    /// Reads and sniffs a regular file's leading bytes, refusing what is not a regular file.
+    static func sniffHead(path: String) throws -> SniffedHead {
         let file = try open(path)
         guard try file.status().kind == .regular else {
             throw ShareError(.notRegularFile, "not a regular file")
@@ -21,8 +33,8 @@ public enum TypeSniffer {
             if read == 0 { break }
             count += read
         }
-        let mimeType = try Magic.shared.mimeType(of: Array(buffer[..<count]))
-        return (mimeType, registry.sniffedType(forMIMEType: mimeType))
+        let head = Array(buffer[..<count])
+        return SniffedHead(head: head, mimeType: try Magic.shared.mimeType(of: head))
     }
 
     private static func open(_ path: String) throws -> FileDescriptor {
