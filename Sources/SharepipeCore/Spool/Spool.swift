@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Publish protocol (kill -9 safe at every step):
 /// 1. copies written and fsynced in `staging/S/` — crash: recovery deletes `staging/S`, sources untouched;
-/// 2. `manifest.json` written atomically inside `staging/S`, `staging/S` fsynced;
+/// 2. `manifest.json` written and fsynced inside `staging/S`, `staging/S` fsynced;
 /// 3. ledger: share and source identities recorded as staged — crash: `staging/S` deleted at recovery and the
 ///    sources ingested again (nothing was published);
 /// 4. `rename(staging/S, incoming/S)`, `incoming` fsynced — S is visible to consumers;
@@ -88,9 +88,15 @@ public final class Spool: Sendable {
         try Manifest.decode(try System.readFile(path(stage, shareID) + "/manifest.json"))
     }
 
-    /// Publish step 2: writes the manifest atomically into `staging/S` and fsyncs `staging/S`.
+    /// Publish step 2: writes and fsyncs the manifest in `staging/S`, then fsyncs `staging/S`. No temporary name is
+    /// needed: nothing reads `staging`, and the whole directory becomes visible at once by the rename of step 4.
     func writeManifest(_ manifest: Manifest) throws {
-        try System.writeAtomically(try manifest.encoded(), to: path(.staging, manifest.shareId), name: "manifest.json")
+        let directory = path(.staging, manifest.shareId)
+        let file = try FileDescriptor.open(
+            directory + "/manifest.json", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        try file.writeAll(try manifest.encoded())
+        try file.sync()
+        try System.syncDirectory(directory)
     }
 
     /// Publish step 4: one rename from `staging/S` to `incoming/S`, then `incoming` fsynced.
