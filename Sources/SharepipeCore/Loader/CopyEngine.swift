@@ -42,11 +42,12 @@ struct CopyEngine: Sendable {
     /// which must not exist. On any failure the destination is removed.
     func copyFile(from source: String, to destination: String) throws -> Result {
         let input = try Self.openSource(source)
-        let kind = try input.status().kind
+        let status = try input.status()
+        let kind = status.kind
         guard kind == .regular else { throw ShareError(.notRegularFile, "the delivered file is a \(kind)") }
         let output = try Self.openDestination(destination)
         do {
-            let result = try stream(from: input, to: output)
+            let result = try stream(from: input, to: output, sizeHint: status.size)
             try output.sync()
             return result
         } catch {
@@ -110,11 +111,14 @@ struct CopyEngine: Sendable {
     /// copy_file_range moves the bytes in the kernel; each chunk is then hashed from the copy itself (page cache),
     /// so the digest is of exactly the bytes that landed. Falls back to read/write when the kernel cannot.
     private func stream(
-        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor
+        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor, sizeHint: Int64
     ) throws -> Result {
+        // Buffers sized to the file as stat saw it (only a hint: the byte count is what the copy finds), so a 4 KiB
+        // share does not map and unmap megabytes.
+        let bufferSize = Int(min(max(sizeHint + 1, 4096), 1 << 20))
         let hasher = SHA256()
-        let pipeline = RangeHasher(descriptor: output.rawValue)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        let pipeline = RangeHasher(descriptor: output.rawValue, bufferSize: bufferSize)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
         defer { buffer.deallocate() }
         var total: Int64 = 0
         var useKernelCopy = true
@@ -184,12 +188,13 @@ private final class RangeHasher: @unchecked Sendable {
     private let slots = DispatchSemaphore(value: 2)
     private let hasher = SHA256()
     private let failure = Mutex<ShareError?>(nil)
-    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+    private let buffer: UnsafeMutableRawBufferPointer
     /// Set when the copy fell back to read/write after some kernel-copied chunks.
     var switchToCaller = false
 
-    init(descriptor: Int32) {
+    init(descriptor: Int32, bufferSize: Int) {
         self.descriptor = descriptor
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
     }
 
     deinit {
