@@ -72,7 +72,9 @@ final class Ledger: Sendable {
             state TEXT NOT NULL
         );
         CREATE INDEX sources_state ON sources(state);
-        """
+        """,
+        // v2: marking a share's sources done, and the latency of a processed share, look sources up by share.
+        "CREATE INDEX sources_share ON sources(share_id);",
     ]
 
     /// Opens the ledger at `path`, creating and migrating it as needed.
