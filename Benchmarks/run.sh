@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# The sharepipe benchmark suite: one run, one table of ratios against peers and the machine's own limits.
+# It is a measurement, never a pass/fail test: it exits 0 whether targets are met or not (non-zero only when a
+# benchmark could not run). See Benchmarks/README.md for what each row means.
+#
+#     Benchmarks/run.sh [--quick] [--work DIR] [--scratch-path DIR]
+#
+#   --quick              smaller sizes (500/2,000-file drops, 20,000-file backlog, 256 MiB attachment)
+#   --work DIR           where the benchmark files go (default ./.build/bench: the disk a deployment would use)
+#   --scratch-path DIR   passed to `swift build` (default: SwiftPM's ./.build)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+PEERS=$ROOT/Benchmarks/peers
+VENV=$ROOT/Benchmarks/.venv
+WORK=$ROOT/.build/bench
+QUICK=0
+SCRATCH=()
+
+while (($#)); do
+    case $1 in
+        --quick) QUICK=1; shift ;;
+        --work) WORK=$2; shift 2 ;;
+        --scratch-path) SCRATCH=(--scratch-path "$2"); shift 2 ;;
+        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if ((QUICK)); then
+    BATCHES=(500 2000); BACKLOG=20000; LOADER_MIB=256; DRAIN_SHARES=2000; LATENCY=(--drops 100 --idle-seconds 10)
+else
+    BATCHES=(2000 10000); BACKLOG=100000; LOADER_MIB=1024; DRAIN_SHARES=10000; LATENCY=(--drops 500 --idle-seconds 60)
+fi
+COPY_BATCH=${BATCHES[0]}
+
+note() { printf '== %s\n' "$*" >&2; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tools: install what a fresh Debian/Ubuntu machine lacks (needs root), build sharepipe, create the Python venv.
+
+need_package() { # COMMAND PACKAGE
+    command -v "$1" >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        note "installing $2"
+        apt-get install -y -q "$2" >/dev/null 2>&1 \
+            || { apt-get update -q >/dev/null && apt-get install -y -q "$2" >/dev/null; }
+    fi
+    command -v "$1" >/dev/null 2>&1 || die "$1 is missing: apt-get install $2"
+}
+need_package inotifywait inotify-tools
+need_package file file
+need_package gcc gcc
+need_package python3 python3
+[ -x /usr/bin/time ] || need_package /usr/bin/time time
+
+note "building sharepipe (swift build -c release)"
+swift build -c release "${SCRATCH[@]}" >&2
+BIN=$(swift build -c release "${SCRATCH[@]}" --show-bin-path)
+
+if ! [ -x "$VENV/bin/python" ]; then
+    note "creating $VENV"
+    python3 -m venv "$VENV" || die "python3 -m venv failed (apt-get install python3-venv)"
+fi
+if ! "$VENV/bin/python" -c 'import watchdog, magic' 2>/dev/null; then
+    note "installing watchdog and python-magic from PyPI into $VENV"
+    "$VENV/bin/pip" install -q watchdog python-magic >&2
+fi
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+rm -rf "$WORK"
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+gcc -O2 -Wall -Wextra -pthread -o "$WORK/durable_copy" "$PEERS/durable_copy.c"
+
+harness() { python3 "$PEERS/harness.py" "$@"; }
+
+# Runs a benchmark owned by another part of the package, indented, into FILE; its failure is reported, not fatal.
+run_captured() { # FILE COMMAND...
+    local file=$1 status=0
+    shift
+    "$@" >"$file" 2>&1 || status=$?
+    sed 's/^/  /' "$file"
+    ((status == 0)) || echo "  $(basename "$1") failed with exit status $status"
+}
+
+TICKS=$(getconf CLK_TCK)
+# CPU time (user + system) a process has used so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Milliseconds of CPU per file between two cpu_ticks readings.
+cpu_per_file() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) * 1000 / t / n }'; }
+
+wait_for_line() { # FILE PATTERN: up to 30 s
+    local i
+    for ((i = 0; i < 300; i++)); do
+        grep -q -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    die "timed out waiting for '$2' in $1"
+}
+
+declare -A R # results, by key
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Mixed 4 KiB files dropped at once, processed and deleted.
+
+# Prepares DIR/source with COUNT files and an empty DIR/inbox, with nothing left for writeback.
+prepare_drop() { # DIR COUNT
+    rm -rf "$1"
+    mkdir -p "$1/inbox"
+    harness make "$1/source" "$2" "$ROOT/Fixtures/files"
+    sync
+}
+
+drop_sharepipe() { # COUNT SETTLE
+    local count=$1 settle=$2 dir=$WORK/drop-sharepipe-$1-settle$2
+    local pid result files seconds rate before after published rejected
+    prepare_drop "$dir" "$count"
+    "$BIN/sharepipe" daemon --inbox "$dir/inbox" --state "$dir/state" --processor discard --settle "$settle" \
+        2>"$dir/daemon.log" &
+    pid=$!
+    wait_for_line "$dir/daemon.log" "event=daemon.ready"
+    sleep 1
+    before=$(cpu_ticks "$pid")
+    result=$(harness drop "$dir/source" "$dir/inbox" \
+        --wait "$dir/state/staging" --wait "$dir/state/incoming" --wait "$dir/state/processing") || true
+    after=$(cpu_ticks "$pid")
+    kill -TERM "$pid"
+    wait "$pid" || die "sharepipe daemon exited with $? (log: $dir/daemon.log)"
+    [ -n "$result" ] || die "sharepipe did not drain the inbox (log: $dir/daemon.log)"
+    published=$(grep -c "event=inbox.published" "$dir/daemon.log" || true)
+    rejected=$(grep -c "event=inbox.rejected" "$dir/daemon.log" || true)
+    ((rejected == 0 && published == count)) \
+        || echo "  warning: sharepipe published $published, rejected $rejected of $count (log: $dir/daemon.log)"
+    read -r files seconds rate <<<"$result"
+    printf '  sharepipe --settle %-4s %6d files in %7.2f s = %7.1f files/s, %s ms CPU per file\n' \
+        "$settle" "$files" "$seconds" "$rate" "$(cpu_per_file "$before" "$after" "$files")"
+    R[$count.sharepipe$settle]=$rate
+}
+
+drop_peer() { # shell|python COUNT
+    local peer=$1 count=$2 dir=$WORK/drop-$1-$2
+    local pid result files seconds rate before after cpu=""
+    prepare_drop "$dir" "$count"
+    if [ "$peer" = shell ]; then
+        setsid bash "$PEERS/shell_peer.sh" "$dir/inbox" "$dir/spool" 2>"$dir/peer.log" &
+        pid=$!
+        wait_for_line "$dir/peer.log" "Watches established"
+    else
+        setsid "$VENV/bin/python" "$PEERS/python_peer.py" "$dir/inbox" "$dir/spool" 2>"$dir/peer.log" &
+        pid=$!
+        wait_for_line "$dir/peer.log" "ready"
+    fi
+    sleep 1
+    before=$(cpu_ticks "$pid")
+    result=$(harness drop "$dir/source" "$dir/inbox" --wait "$dir/spool") || true
+    after=$(cpu_ticks "$pid")
+    # setsid made the peer a process group leader: this ends the peer and its pipeline, nothing else.
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    [ -n "$result" ] || die "the $peer peer did not drain the inbox (log: $dir/peer.log)"
+    read -r files seconds rate <<<"$result"
+    # The shell peer's work happens in short-lived children; only the Python peer's CPU is its own.
+    [ "$peer" = python ] && cpu=", $(cpu_per_file "$before" "$after" "$files") ms CPU per file"
+    printf '  %-6s peer             %6d files in %7.2f s = %7.1f files/s%s\n' "$peer" "$files" "$seconds" "$rate" "$cpu"
+    R[$count.$peer]=$rate
+}
+
+echo "1. Mixed 4 KiB files (.txt .jpg .png .pdf) dropped at once, processed (discard) and deleted"
+for count in "${BATCHES[@]}"; do
+    drop_sharepipe "$count" 50
+    drop_sharepipe "$count" 250
+    drop_peer shell "$count"
+    drop_peer python "$count"
+done
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. The durable small-file copy limit of this machine.
+
+echo
+echo "2. Durable copy limit: the same $COPY_BATCH files, open/read/write/fsync/rename/fsync(dir)/unlink in C"
+for threads in 1 4; do
+    dir=$WORK/durable-copy-$threads
+    prepare_drop "$dir" "$COPY_BATCH"
+    mkdir -p "$dir/spool"
+    read -r files seconds rate <<<"$("$WORK/durable_copy" "$dir/source" "$dir/spool" "$threads")"
+    printf '  C loop, %d thread(s)    %6d files in %7.2f s = %7.1f files/s\n' "$threads" "$files" "$seconds" "$rate"
+    R[copy$threads]=$rate
+done
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. A 1 GiB attachment through the loader vs cp.
+
+echo
+echo "3. LoaderBenchmark"
+run_captured "$WORK/loader.txt" "$BIN/LoaderBenchmark" --size-mib "$LOADER_MIB" --dir "$WORK/loader"
+R[loader]=$(awk '/sharepipe loader/ { print $3 }' "$WORK/loader.txt")
+R[cp]=$(awk '$1 == "cp" && $2 ~ /^[0-9]/ { print $2 }' "$WORK/loader.txt")
+R[loaderRSS]=$(awk '/loader peak RSS/ { print $4 }' "$WORK/loader.txt")
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. A backlog of 1-byte files, one --oneshot run.
+
+echo
+echo "4. Backlog: $BACKLOG 1-byte files already in the inbox, sharepipe daemon --oneshot --processor discard"
+dir=$WORK/backlog
+rm -rf "$dir"
+harness tiny "$dir/inbox" "$BACKLOG"
+sync
+pass=0
+total_wall=0
+R[backlogRSS]=0
+while :; do
+    pass=$((pass + 1))
+    status=0
+    /usr/bin/time -v -o "$dir/time-$pass.txt" "$BIN/sharepipe" daemon --oneshot --processor discard \
+        --inbox "$dir/inbox" --state "$dir/state" 2>"$dir/daemon-$pass.log" || status=$?
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
+        for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$dir/time-$pass.txt")
+    rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$dir/time-$pass.txt")
+    summary=$(grep -o 'event=daemon.oneshot_done.*' "$dir/daemon-$pass.log" || echo "no oneshot_done line")
+    left=$(harness count "$dir/inbox")
+    printf '  pass %d: exit %d, %s s wall, peak RSS %s MiB, %d files left in the inbox\n' \
+        "$pass" "$status" "$wall" "$rss" "$left"
+    echo "          ${summary#event=}"
+    total_wall=$(awk -v a="$total_wall" -v b="$wall" 'BEGIN { print a + b }')
+    R[backlogRSS]=$(awk -v a="${R[backlogRSS]}" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')
+    if ((pass == 1)); then
+        R[backlogPass1]=$(awk -v n="$((BACKLOG - left))" -v s="$wall" 'BEGIN { printf "%.1f", n / s }')
+        R[backlogLeft]=$left
+    fi
+    ((left > 0 && pass < 5)) || break
+done
+R[backlog]=$(awk -v n="$((BACKLOG - left))" -v s="$total_wall" 'BEGIN { printf "%.1f", n / s }')
+if ((R[backlogLeft] > 0)); then
+    echo "  back-pressure: pass 1 left ${R[backlogLeft]} files (ERR_SPOOL_FULL: --oneshot ingests everything before"
+    echo "  it consumes, and the loader refuses new shares at maxPendingShares = 50,000); $pass passes in all"
+fi
+printf '  %d files in %.2f s over %d pass(es) = %.1f files/s\n' "$((BACKLOG - left))" "$total_wall" "$pass" \
+    "${R[backlog]}"
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. Benchmarks owned by other parts, when the package has them.
+
+has_product() { grep -q "name: \"$1\"" "$ROOT/Package.swift" && [ -x "$BIN/$1" ]; }
+
+echo
+echo "5. DrainBenchmark"
+if has_product DrainBenchmark; then
+    run_captured "$WORK/drain.txt" "$BIN/DrainBenchmark" --shares "$DRAIN_SHARES" --dir "$WORK/drain"
+    R[drain]=$(awk '/^drain \(discard\)/ { for (i = 1; i <= NF; i++) if ($i == "shares/s,") print $(i - 1) }' \
+        "$WORK/drain.txt")
+    R[drainRaw]=$(awk '/^raw syscalls/ { for (i = 1; i <= NF; i++) if ($i == "shares/s") print $(i - 1) }' \
+        "$WORK/drain.txt")
+else
+    echo "  skipped: no DrainBenchmark product in Package.swift yet"
+fi
+
+echo
+echo "6. LatencyBenchmark"
+if has_product LatencyBenchmark; then
+    run_captured "$WORK/latency.txt" "$BIN/LatencyBenchmark" --binary "$BIN/sharepipe" "${LATENCY[@]}" \
+        --dir "$WORK/latency"
+    # "  p50 262.3 ms  = settle + 12.3 ms  (target ...": the percentile and its excess over the settle time.
+    for p in p50 p99; do
+        R[latency.$p]=$(awk -v p="$p" '$1 == p { print $2 }' "$WORK/latency.txt")
+        R[latency.$p.over]=$(awk -v p="$p" \
+            '$1 == p { for (i = 1; i < NF; i++) if ($i == "+") { print $(i + 1); exit } }' "$WORK/latency.txt")
+    done
+    R[latency.settle]=$(awk '/--settle/ { for (i = 1; i < NF; i++) if ($i == "--settle") print $(i + 1) }' \
+        "$WORK/latency.txt")
+    R[latency.idle]=$(awk '/CPU time .* by utime\+stime/ { for (i = 1; i < NF; i++) if ($i == "=") print $(i + 1) }' \
+        "$WORK/latency.txt")
+else
+    echo "  skipped: no LatencyBenchmark product in Package.swift yet"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------
+# The table.
+
+row() { # METRIC SHAREPIPE BASELINE RATIO TARGET MET
+    printf '| %-48s | %-14s | %-14s | %-8s | %-10s | %-4s |\n' "$@"
+}
+# ratio A B -> "A/B" with two decimals, or "-" when either is missing.
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
+    else printf "%.2f", a / b }'; }
+meets() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { if (v == "-" || v == "") print "?";
+    else if ((op == ">=" && v + 0 >= t + 0) || (op == "<=" && v + 0 <= t + 0)) print "yes"; else print "no" }'; }
+drop_rows() { # COUNT SETTLE
+    local sp=${R[$1.sharepipe$2]:-} peer target r
+    for peer in shell python; do
+        target=$([ "$peer" = shell ] && echo 10 || echo 3)
+        r=$(ratio "$sp" "${R[$1.$peer]:-}")
+        row "$1 files, settle $2 ms, vs $peer (files/s)" "$sp" "${R[$1.$peer]:-}" "${r}x" ">= ${target}x" \
+            "$(meets "$r" "$target" ">=")"
+    done
+}
+
+best_copy=$(awk -v a="${R[copy1]}" -v b="${R[copy4]}" 'BEGIN { print (a > b ? a : b) }')
+copy_share=$(awk -v a="${R[$COPY_BATCH.sharepipe50]:-0}" -v b="$best_copy" 'BEGIN { printf "%.0f", 100 * a / b }')
+
+echo
+echo "Summary ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+echo "  machine: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+echo "  work dir: $WORK on $(df -T "$WORK" | awk 'NR == 2 { print $2 " (" $1 ")" }')"
+echo "  load average: $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+echo
+row metric sharepipe baseline ratio target met?
+row "------------------------------------------------" "--------------" "--------------" "--------" "----------" "----"
+for count in "${BATCHES[@]}"; do
+    drop_rows "$count" 50
+    drop_rows "$count" 250
+done
+row "$COPY_BATCH files vs durable C copy (files/s)" "${R[$COPY_BATCH.sharepipe50]:-}" "$best_copy" "${copy_share}%" \
+    ">= 70%" "$(meets "$copy_share" 70 ">=")"
+loader_ratio=$(ratio "${R[loader]}" "${R[cp]}")
+row "$LOADER_MIB MiB attachment vs cp (MiB/s)" "${R[loader]}" "${R[cp]}" "${loader_ratio}x" ">= 0.9x" \
+    "$(meets "$loader_ratio" 0.9 ">=")"
+row "$LOADER_MIB MiB attachment, loader peak RSS (MiB)" "${R[loaderRSS]}" "-" "-" "<= 32 MiB" \
+    "$(meets "${R[loaderRSS]}" 32 "<=")"
+row "$BACKLOG-file backlog, --oneshot, $pass pass(es) (files/s)" "${R[backlog]}" "-" "-" "-" "-"
+row "$BACKLOG-file backlog, peak RSS (MiB)" "${R[backlogRSS]}" "-" "-" "<= 64 MiB" \
+    "$(meets "${R[backlogRSS]}" 64 "<=")"
+if [ -n "${R[drain]:-}" ]; then
+    drain_share=$(awk -v a="${R[drain]}" -v b="${R[drainRaw]}" 'BEGIN { printf "%.0f", 100 * a / b }')
+    row "drain $DRAIN_SHARES shares vs raw syscalls (shares/s)" "${R[drain]}" "${R[drainRaw]}" "${drain_share}%" \
+        ">= 50%" "$(meets "$drain_share" 50 ">=")"
+fi
+if [ -n "${R[latency.p50]:-}" ]; then
+    for p in p50 p99; do
+        limit=$([ "$p" = p50 ] && echo 10 || echo 50)
+        row "drop-to-processed latency $p (ms)" "${R[latency.$p]}" "settle ${R[latency.settle]:-?}" \
+            "+${R[latency.$p.over]}" "<= +$limit ms" "$(meets "${R[latency.$p.over]}" "$limit" "<=")"
+    done
+    row "idle daemon CPU (% of one core)" "${R[latency.idle]:-}" "-" "-" "-" "-"
+else
+    row "drop-to-processed latency" "not measured" "-" "-" "-" "-"
+fi
