@@ -70,6 +70,10 @@ if ! "$VENV/bin/python" -c 'import watchdog, magic' 2>/dev/null; then
 fi
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+# Two runs in one work directory would delete each other's files; the second one stops here instead.
+mkdir -p "$(dirname "$WORK")"
+exec 9>"$WORK.lock"
+flock -n 9 || die "another run.sh is using $WORK (pass --work DIR to run one elsewhere)"
 rm -rf "$WORK"
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
