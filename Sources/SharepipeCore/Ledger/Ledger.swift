@@ -108,18 +108,6 @@ final class Ledger: Sendable {
             ])
     }
 
-    /// Records one event on its own.
-    func record(
-        _ event: LedgerEvent, shareID: String, attachment: Int? = nil, type: String? = nil, bytes: Int64? = nil,
-        code: ShareError.Code? = nil, durationMilliseconds: Int64? = nil
-    ) throws {
-        try database.withConnection { connection in
-            try Self.append(
-                event, shareID: shareID, attachment: attachment, type: type, bytes: bytes, code: code,
-                durationMilliseconds: durationMilliseconds, to: connection)
-        }
-    }
-
     /// Publish step 3: the share, its attachment events and its source identities, committed together before the
     /// share is renamed into `incoming`.
     func recordStaged(_ manifest: Manifest, sources: [SourceIdentity]) throws {

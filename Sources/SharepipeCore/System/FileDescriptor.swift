@@ -127,8 +127,4 @@ struct FileDescriptor: ~Copyable {
             throw System.error("flock", errno: code)
         }
     }
-
-    func truncate(to length: Int64) throws {
-        _ = try System.call("ftruncate") { Glibc.ftruncate(rawValue, off_t(length)) }
-    }
 }
