@@ -23,7 +23,7 @@ while (($#)); do
         --quick) QUICK=1; shift ;;
         --work) WORK=$2; shift 2 ;;
         --scratch-path) SCRATCH=(--scratch-path "$2"); shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -324,7 +324,7 @@ row "$LOADER_MIB MiB attachment vs cp (MiB/s)" "${R[loader]}" "${R[cp]}" "${load
     "$(meets "$loader_ratio" 0.9 ">=")"
 row "$LOADER_MIB MiB attachment, loader peak RSS (MiB)" "${R[loaderRSS]}" "-" "-" "<= 32 MiB" \
     "$(meets "${R[loaderRSS]}" 32 "<=")"
-row "$BACKLOG-file backlog, --oneshot, $pass pass(es) (files/s)" "${R[backlog]}" "-" "-" "-" "-"
+row "$BACKLOG-file backlog, $pass pass(es) (files/s)" "${R[backlog]}" "-" "-" "-" "-"
 row "$BACKLOG-file backlog, peak RSS (MiB)" "${R[backlogRSS]}" "-" "-" "<= 64 MiB" \
     "$(meets "${R[backlogRSS]}" 64 "<=")"
 if [ -n "${R[drain]:-}" ]; then
