@@ -36,7 +36,7 @@ struct InboxIngester: Sendable {
         let outcome: Outcome
         switch status.kind {
         case .regular:
-            outcome = await ingest(files: [(path, status)], entry: candidate.name)
+            outcome = await ingest(files: [(path, status)], entry: candidate.name, isFolder: false)
         case .directory:
             outcome = await ingestFolder(path, entry: candidate.name)
         default:
@@ -86,10 +86,10 @@ struct InboxIngester: Sendable {
             // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
             return .leftInPlace
         }
-        return await ingest(files: files, entry: entry)
+        return await ingest(files: files, entry: entry, isFolder: true)
     }
 
-    private func ingest(files: [(path: String, status: FileStatus)], entry: String) async -> Outcome {
+    private func ingest(files: [(path: String, status: FileStatus)], entry: String, isFolder: Bool) async -> Outcome {
         let providers = files.map { FileItemProvider(path: $0.path, registry: loader.registry) }
         if let activation {
             let decision = activation(providers.map(\.registeredTypeIdentifiers))
@@ -110,7 +110,6 @@ struct InboxIngester: Sendable {
             for (record, file) in zip(receipt.attachments, files) where record.status == .copied {
                 removeSource(file.path, expected: file.status)
             }
-            let isFolder = files.count > 1 || files.first?.path != inbox + "/" + entry
             if isFolder && receipt.status == .complete {
                 removeEmptyDirectories(inbox + "/" + entry)
             }
