@@ -95,7 +95,8 @@ struct InboxIngester: Sendable {
             let decision = activation(providers.map(\.registeredTypeIdentifiers))
             if !decision.activated {
                 let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
-                return reject(entry, error, declaredTypes: providers.first?.registeredTypeIdentifiers ?? [], sniffedMimeType: nil)
+                let declared = providers.first?.registeredTypeIdentifiers ?? []
+                return reject(entry, error, declaredTypes: declared, sniffedMimeType: nil)
             }
         }
         let sources = files.map {
@@ -118,7 +119,8 @@ struct InboxIngester: Sendable {
             if receipt.status == .partial {
                 let failure = receipt.attachments.first { $0.status == .failed }
                 let error = failure?.shareError ?? ShareError(.io, "some attachments failed")
-                _ = reject(entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
+                _ = reject(
+                    entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
             }
             return .published(shareID: receipt.shareId, status: receipt.status)
         case .rejected:
@@ -131,7 +133,8 @@ struct InboxIngester: Sendable {
             case .missingFile where (try? System.lstatIfPresent(inbox + "/" + entry)) == nil:
                 return .vanished
             default:
-                return reject(entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
+                return reject(
+                    entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
             }
         case .failed:
             return .deferred(receipt.error?.code ?? .io)
@@ -145,7 +148,9 @@ struct InboxIngester: Sendable {
         do {
             try System.unlink(path)
         } catch {
-            logger.error("inbox.unlink_failed", [("code", .string(ShareError.Code.io.rawValue)), ("errno", .int(Int64((error as? ShareError)?.errno ?? 0)))])
+            logger.error("inbox.unlink_failed", [
+                ("code", .string(ShareError.Code.io.rawValue)), ("errno", .int(Int64((error as? ShareError)?.errno ?? 0))),
+            ])
         }
     }
 
