@@ -120,7 +120,8 @@ struct InboxIngester: Sendable {
                 let failure = receipt.attachments.first { $0.status == .failed }
                 let error = failure?.shareError ?? ShareError(.io, "some attachments failed")
                 _ = reject(
-                    entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
+                    entry, error, declaredTypes: failure?.declaredTypes ?? [],
+                    sniffedMimeType: failure?.sniffedMimeType)
             }
             return .published(shareID: receipt.shareId, status: receipt.status)
         case .rejected:
@@ -134,7 +135,8 @@ struct InboxIngester: Sendable {
                 return .vanished
             default:
                 return reject(
-                    entry, error, declaredTypes: failure?.declaredTypes ?? [], sniffedMimeType: failure?.sniffedMimeType)
+                    entry, error, declaredTypes: failure?.declaredTypes ?? [],
+                    sniffedMimeType: failure?.sniffedMimeType)
             }
         case .failed:
             return .deferred(receipt.error?.code ?? .io)
@@ -149,7 +151,8 @@ struct InboxIngester: Sendable {
             try System.unlink(path)
         } catch {
             logger.error("inbox.unlink_failed", [
-                ("code", .string(ShareError.Code.io.rawValue)), ("errno", .int(Int64((error as? ShareError)?.errno ?? 0))),
+                ("code", .string(ShareError.Code.io.rawValue)),
+                ("errno", .int(Int64((error as? ShareError)?.errno ?? 0))),
             ])
         }
     }
