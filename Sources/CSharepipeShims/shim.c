@@ -111,3 +111,7 @@ int sharepipe_available_bytes(const char *path, uint64_t *bytes) {
     *bytes = (uint64_t)info.f_bavail * (uint64_t)info.f_frsize;
     return 0;
 }
+
+int sharepipe_syncfs(int fd) {
+    return syncfs(fd);
+}

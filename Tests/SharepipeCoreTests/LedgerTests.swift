@@ -59,7 +59,7 @@ import Testing
             let eightDaysAgo = timespec(tv_sec: time(nil) - 8 * 86_400, tv_nsec: 0)
             var times = [eightDaysAgo, eightDaysAgo]
             #expect(utimensat(AT_FDCWD, spool.path(.quarantine, ids[0]), &times, AT_SYMLINK_NOFOLLOW) == 0)
-            let longAgo = Ledger.now() - 31 * 86_400_000
+            let longAgo = LedgerClock.now() - 31 * 86_400_000
             let aged = try spool.ledger.database.withConnection { connection in
                 try connection.query(
                     "UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])

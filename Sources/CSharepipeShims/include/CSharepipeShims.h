@@ -35,6 +35,9 @@ int sharepipe_notify_send(const char *socket_path, const char *message, size_t l
 /// when it is negative). Returns 0 and sets *pid, or an errno value.
 int sharepipe_spawn_shell(const char *command, char *const envp[], int output_fd, pid_t *pid);
 
+/// syncfs(2): commits every dirty file and directory of the file system holding `fd`.
+int sharepipe_syncfs(int fd);
+
 /// flock(2) (its name collides with `struct flock` in Swift).
 int sharepipe_flock(int fd, int operation);
 

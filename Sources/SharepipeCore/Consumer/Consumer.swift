@@ -32,13 +32,31 @@ public struct Consumer: Sendable {
     /// Processes shares as they are published until the task is cancelled; idle workers look at `incoming` every
     /// `pollInterval`, or at once when `wake()` is called. Quarantine and ledger retention run hourly.
     public func run() async throws {
-        _ = try await work(untilEmpty: false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try await work(untilEmpty: false) }
+            group.addTask {
+                while true {
+                    _ = try applyRetention()
+                    try await Task.sleep(for: .seconds(3600))
+                }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Purges quarantined shares past their TTL and prunes old ledger events (hourly in `run()`, once per `drain()`).
+    @discardableResult
+    public func applyRetention() throws -> RetentionReport {
+        try spool.applyRetention(
+            quarantineTTL: configuration.quarantineTTL, eventRetention: configuration.eventRetention)
     }
 
     /// Processes everything in `incoming`, retries included, and returns once it is empty and nothing is in
     /// flight (`sharepipe consume`, `--oneshot`).
     public func drain() async throws -> ConsumeSummary {
-        try await work(untilEmpty: true)
+        try applyRetention()
+        return try await work(untilEmpty: true)
     }
 
     /// Tells idle workers that a share was just published.
@@ -59,6 +77,15 @@ public struct Consumer: Sendable {
             await pool.value
         } onCancel: {
             dispatcher.stop()
+        }
+        // Claims taken in the last batch and never started go back without counting an attempt.
+        for claim in dispatcher.unstarted() {
+            do { try spool.release(claim) } catch { dispatcher.fail(error) }
+        }
+        do {
+            try await spool.completer.waitUntilIdle()
+        } catch {
+            dispatcher.fail(error)
         }
         return try dispatcher.result()
     }
@@ -94,10 +121,9 @@ public struct Consumer: Sendable {
                 case .wait(let duration):
                     await doorbell.wait(upTo: duration)
                     if Task.isCancelled { return }
-                case .claim(let shareID):
-                    var claimed = false
-                    defer { dispatcher.finished(shareID, claimed: claimed) }
-                    claimed = try await handle(shareID, dispatcher)
+                case .claim(let claim):
+                    defer { dispatcher.finished(claim.shareID) }
+                    try await handle(claim, dispatcher)
                 }
             } catch {
                 dispatcher.fail(error)
@@ -106,9 +132,9 @@ public struct Consumer: Sendable {
         }
     }
 
-    /// One attempt at one share; false when another claimer had it first.
-    private func handle(_ shareID: String, _ dispatcher: Dispatcher) async throws -> Bool {
-        guard let claim = try spool.claim(shareID) else { return false }
+    /// One attempt at one claimed share.
+    private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher) async throws {
+        let shareID = claim.shareID
         let maxAttempts = max(1, configuration.maxAttempts)
         let attempt = claim.previousAttempts + 1
         if claim.previousAttempts >= maxAttempts {
@@ -118,7 +144,7 @@ public struct Consumer: Sendable {
             try spool.quarantine(claim, error: error, durationMilliseconds: nil)
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
-            return true
+            return
         }
         let started = System.monotonicNanoseconds()
         var failure: ShareError?
@@ -131,16 +157,16 @@ public struct Consumer: Sendable {
             if Task.isCancelled {
                 try spool.release(claim)
                 dispatcher.count(\.released)
-                return true
+                return
             }
             failure = error as? ShareError ?? ShareError(.processorFailed, "the processor failed: \(error)")
         }
         let duration = Int64((System.monotonicNanoseconds() - started) / 1_000_000)
         guard let failure else {
-            try spool.complete(claim, durationMilliseconds: duration)
+            spool.complete(claim, durationMilliseconds: duration)
             dispatcher.count(\.processed)
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
-            return true
+            return
         }
         if attempt >= maxAttempts {
             try spool.quarantine(claim, error: failure, durationMilliseconds: duration)
@@ -148,11 +174,10 @@ public struct Consumer: Sendable {
             log(.error, "share.quarantined", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
         } else {
             let delay = (Spool.nanoseconds(configuration.retryDelay) / 1_000_000) << min(attempt - 1, 30)
-            try spool.retry(claim, error: failure, durationMilliseconds: duration, notBefore: Ledger.now() + delay)
+            try spool.retry(claim, error: failure, durationMilliseconds: duration, notBefore: LedgerClock.now() + delay)
             dispatcher.count(\.retried)
             log(.warning, "share.retry", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
         }
-        return true
     }
 
     private func log(
@@ -167,24 +192,27 @@ public struct Consumer: Sendable {
     }
 }
 
-/// Hands shares to workers: a queue of claimable share ids refilled from `incoming` when it runs dry, skipping
-/// shares whose backoff has not expired and shares already being claimed.
+/// Hands claimed shares to workers. When its pool of claims runs dry, one worker refills it — lists `incoming`,
+/// skips shares whose backoff has not expired, and claims up to `batchSize` of them with one ledger commit — while
+/// the others wait; the lock is never held across the file system or the ledger.
 private final class Dispatcher: Sendable {
     enum Next {
-        case claim(String)
+        case claim(ShareClaim)
         case wait(Duration)
         case finished
     }
 
+    static let batchSize = 64
+
     private struct State {
-        /// Claimable ids, newest first, so the oldest is popped from the end.
-        var candidates: [String] = []
-        var inFlight: Set<String> = []
-        /// Ids another claimer won since the last wait; not offered again until then.
-        var lost: Set<String> = []
+        /// Claimed shares not yet handed out, oldest last.
+        var claims: [ShareClaim] = []
+        var inFlight = 0
+        var refilling = false
+        /// Whether the last refill found nothing claimable (everything deferred, or lost to other claimers).
+        var dry = false
         /// The earliest not-before time of a deferred share in `incoming`, ms since the epoch.
         var earliestDeferred: Int64?
-        var nextRetention: Int64 = 0
         var stopping = false
         var error: ShareError?
         var otherError: String?
@@ -206,51 +234,77 @@ private final class Dispatcher: Sendable {
     }
 
     func next() throws -> Next {
-        try state.withLock { state in
-            if state.stopping { return .finished }
-            if state.candidates.isEmpty { try refill(&state) }
-            if let shareID = state.candidates.popLast() {
-                state.inFlight.insert(shareID)
-                return .claim(shareID)
+        enum Step { case give(ShareClaim), refill, wait(Duration), finished }
+        while true {
+            let step: Step = state.withLock { state in
+                if state.stopping { return .finished }
+                if let claim = state.claims.popLast() {
+                    state.inFlight += 1
+                    return .give(claim)
+                }
+                if !state.refilling && !state.dry {
+                    state.refilling = true
+                    return .refill
+                }
+                if untilEmpty && state.dry && !state.refilling && state.inFlight == 0 && state.earliestDeferred == nil {
+                    return .finished
+                }
+                var wait = configuration.pollInterval
+                if let earliest = state.earliestDeferred {
+                    wait = min(wait, .milliseconds(max(1, earliest - LedgerClock.now())))
+                }
+                // The next wait ends with a fresh look at `incoming`.
+                state.dry = false
+                return .wait(state.refilling ? .milliseconds(5) : wait)
             }
-            if untilEmpty && state.inFlight.isEmpty && state.earliestDeferred == nil { return .finished }
-            state.lost = []
-            var wait = configuration.pollInterval
-            if let earliest = state.earliestDeferred {
-                wait = min(wait, .milliseconds(max(1, earliest - Ledger.now())))
+            switch step {
+            case .give(let claim): return .claim(claim)
+            case .wait(let duration): return .wait(duration)
+            case .finished: return .finished
+            case .refill:
+                do {
+                    try refill()
+                } catch {
+                    state.withLock { $0.refilling = false }
+                    throw error
+                }
             }
-            return .wait(wait)
         }
     }
 
-    private func refill(_ state: inout State) throws {
-        let now = Ledger.now()
-        if now >= state.nextRetention {
-            try spool.applyRetention(
-                quarantineTTL: configuration.quarantineTTL, eventRetention: configuration.eventRetention)
-            state.nextRetention = now + 3_600_000
-        }
+    private func refill() throws {
+        let now = LedgerClock.now()
         let deferred = try spool.ledger.deferredShares(now: now)
         var earliest: Int64?
         var candidates: [String] = []
-        for shareID in try spool.shareIDs(in: .incoming)
-        where !state.inFlight.contains(shareID) && !state.lost.contains(shareID) {
+        for shareID in try spool.shareIDs(in: .incoming) {
             if let notBefore = deferred[shareID] {
                 earliest = min(earliest ?? notBefore, notBefore)
-            } else {
+            } else if candidates.count < Self.batchSize {
                 candidates.append(shareID)
             }
         }
-        state.candidates = candidates.reversed()
-        state.earliestDeferred = earliest
+        let claims = try spool.claim(candidates)
+        state.withLock { state in
+            state.claims = claims.reversed() + state.claims
+            state.refilling = false
+            state.dry = claims.isEmpty
+            state.earliestDeferred = earliest
+        }
+        if !claims.isEmpty { doorbell.ring() }
     }
 
-    func finished(_ shareID: String, claimed: Bool) {
-        state.withLock { state in
-            state.inFlight.remove(shareID)
-            if !claimed { state.lost.insert(shareID) }
-        }
+    func finished(_ shareID: String) {
+        state.withLock { $0.inFlight -= 1 }
         doorbell.ring()
+    }
+
+    /// Claims never handed out, taken off the pool (at shutdown).
+    func unstarted() -> [ShareClaim] {
+        state.withLock { state in
+            defer { state.claims = [] }
+            return state.claims
+        }
     }
 
     func count(_ field: WritableKeyPath<ConsumeSummary, Int> & Sendable) {

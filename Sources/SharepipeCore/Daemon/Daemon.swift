@@ -43,12 +43,13 @@ public struct Daemon: Sendable {
 
     /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
     public func run() async throws -> Int32 {
-        let spool = try Spool(root: configuration.state)
+        let spool = try Spool(root: configuration.state, logger: logger)
         let report = try spool.recover()
         logger.info("daemon.recovered", [
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
         ])
         try System.makeDirectories(configuration.inbox, mode: 0o755)
+        let inbox = try InboxDirectory.open(configuration.inbox)
         let removed = try spool.recoverInbox(configuration.inbox)
         if !removed.isEmpty {
             logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
@@ -62,28 +63,40 @@ public struct Daemon: Sendable {
         consumerConfiguration.logger = logger
         let consumer = Consumer(spool: spool, processor: processor, configuration: consumerConfiguration)
         let live = LiveSettings(loader: configuration.loader)
+        let threads = (0..<Self.ingestThreads).map { WorkerThread(name: "sp-ingest-\($0)") }
+        for thread in threads { thread.start() }
+        defer { for thread in threads { thread.stop() } }
         let context = Context(
-            spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,
-            queue: IngestQueue())
+            spool: spool, inbox: inbox, metrics: metrics, consumer: consumer, processor: processor, live: live,
+            queue: IngestQueue(), threads: threads)
         if configuration.oneshot {
             return try await runOnce(context)
         }
         return try await runForever(context)
     }
 
+    /// Threads the ingest runs on: opening, sniffing and copying block, so they stay off the cooperative pool. Many
+    /// shares are in flight on them at once (`ingestConcurrency`), so that the publisher finds batches to commit.
+    static let ingestThreads = 4
+
     /// What the parts share.
     struct Context: Sendable {
         let spool: Spool
+        let inbox: InboxDirectory
         let metrics: Metrics
         let consumer: Consumer
         let processor: ReloadableProcessor
         let live: LiveSettings
         let queue: IngestQueue
+        let threads: [WorkerThread]
+
+        /// The thread for the n-th ingest task.
+        func thread(_ index: Int) -> WorkerThread { threads[index % threads.count] }
     }
 
     private func ingester(_ context: Context) -> InboxIngester {
         InboxIngester(
-            inbox: configuration.inbox,
+            inbox: configuration.inbox, directory: context.inbox,
             loader: ShareLoader(spool: context.spool, registry: registry, configuration: context.live.loader),
             ignore: IgnoreRules(globs: configuration.ignore), logger: logger, metrics: context.metrics,
             activation: activation)
@@ -95,14 +108,16 @@ public struct Daemon: Sendable {
         let all = await withTaskGroup(of: InboxIngester.Outcome.self) { group in
             var outcomes: [InboxIngester.Outcome] = []
             var running = 0
-            for name in names {
+            for (index, name) in names.enumerated() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
                 if running >= configuration.ingestConcurrency, let outcome = await group.next() {
                     outcomes.append(outcome)
                     running -= 1
                 }
                 running += 1
-                group.addTask { await ingester(context).ingest(InboxCandidate(name: name, status: status)) }
+                group.addTask(executorPreference: context.thread(index)) {
+                    await ingester(context).ingest(InboxCandidate(name: name, status: status))
+                }
             }
             for await outcome in group { outcomes.append(outcome) }
             return outcomes
@@ -186,13 +201,15 @@ public struct Daemon: Sendable {
     private func ingestLoop(_ candidates: AsyncThrowingStream<InboxCandidate, Error>, _ context: Context) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
+            var started = 0
             for try await candidate in candidates {
                 if running >= configuration.ingestConcurrency {
                     try await group.next()
                     running -= 1
                 }
                 running += 1
-                group.addTask { await handle(candidate, context) }
+                started += 1
+                group.addTask(executorPreference: context.thread(started)) { await handle(candidate, context) }
             }
         }
         throw InboxWatcher.inboxGone
@@ -296,9 +313,13 @@ public struct Daemon: Sendable {
 }
 
 extension InboxIngester.Outcome {
+    /// Left in place to be tried again: deferred, or locked by another daemon (which, if it stops before
+    /// finishing, leaves it to us).
     var isDeferred: Bool {
-        if case .deferred = self { return true }
-        return false
+        switch self {
+        case .deferred, .busy: true
+        default: false
+        }
     }
 }
 

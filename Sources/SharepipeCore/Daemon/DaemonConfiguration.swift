@@ -38,7 +38,7 @@ public struct DaemonConfiguration: Sendable {
     /// Ingest and consume what is present, then exit.
     public var oneshot = false
     /// Shares ingested at the same time.
-    public var ingestConcurrency = 4
+    public var ingestConcurrency = 64
     /// How long to wait before trying again an entry that could not be ingested now (spool full, I/O).
     public var deferRetry: Duration = .seconds(5)
     /// How long SIGTERM waits for work in flight.

@@ -2,8 +2,12 @@ import Foundation
 import Glibc
 
 /// Turns ready inbox entries into shares: a file into a one-attachment share, a folder (flattened) into one
-/// multi-attachment share. A source is deleted only after its share was published; what cannot be ingested goes
-/// to `INBOX/.rejected/` with a `<name>.reason.json`; what cannot be ingested *now* (spool full, I/O) stays.
+/// multi-attachment share. Each file is opened once (`O_NOFOLLOW|O_NONBLOCK`), locked with a non-blocking exclusive
+/// `flock` (held by another daemon on the same inbox: skipped, looked at again later), judged by `fstat` of that
+/// descriptor, sniffed and copied from it; the publisher unlinks it only once its share is published, and only if
+/// its name still names the same inode. Folders are walked with directory descriptors, so depth and path length do
+/// not matter. What cannot be ingested goes to `INBOX/.rejected/` with a `<name>.reason.json`; what cannot be
+/// ingested *now* (spool full, I/O, a writer still at it) stays.
 struct InboxIngester: Sendable {
     /// What became of one inbox entry.
     enum Outcome: Sendable, Equatable {
@@ -11,8 +15,10 @@ struct InboxIngester: Sendable {
         case published(shareID: String, status: ShareReceipt.Status)
         /// Moved to `.rejected`.
         case rejected(ShareError.Code)
-        /// Left in place to try again later (spool full, I/O, cancelled).
+        /// Left in place to try again later (spool full, I/O, cancelled, still being written).
         case deferred(ShareError.Code)
+        /// Locked by another daemon on the same inbox: it is that daemon's.
+        case busy
         /// Gone before it could be picked up.
         case vanished
         /// Nothing to share (an empty folder); left alone until it changes.
@@ -22,6 +28,8 @@ struct InboxIngester: Sendable {
     static let rejectedDirectory = ".rejected"
 
     let inbox: String
+    /// The inbox, open for the daemon's lifetime.
+    let directory: InboxDirectory
     let loader: ShareLoader
     let ignore: IgnoreRules
     let logger: Logger
@@ -30,92 +38,156 @@ struct InboxIngester: Sendable {
     let activation: (@Sendable ([[String]]) -> (activated: Bool, reason: String))?
 
     func ingest(_ candidate: InboxCandidate) async -> Outcome {
-        let path = inbox + "/" + candidate.name
-        guard let status = try? System.lstatIfPresent(path) else { return .vanished }
         let started = System.monotonicNanoseconds()
+        var published: (attachments: Int, types: [String], bytes: Int64)?
         let outcome: Outcome
-        switch status.kind {
-        case .regular:
-            outcome = await ingest(files: [(path, status)], entry: candidate.name, isFolder: false)
-        case .directory:
-            outcome = await ingestFolder(path, entry: candidate.name)
-        default:
-            let error = ShareError(.notRegularFile, "the inbox entry is a \(status.kind), not a regular file")
+        switch Self.open(candidate.name, in: directory) {
+        case .file(let source):
+            let provider = InboxFileProvider(source: source, registry: loader.registry)
+            (outcome, published) = await ingest([provider], entry: candidate.name, folders: [])
+        case .folder(let folder):
+            var providers: [InboxFileProvider] = []
+            var folders: [InboxDirectory] = []
+            switch walk(folder, into: &providers, folders: &folders) {
+            case .busy:
+                outcome = .busy
+            case .complete where providers.isEmpty:
+                // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
+                outcome = .leftInPlace
+            case .complete:
+                (outcome, published) = await ingest(providers, entry: candidate.name, folders: folders)
+            }
+        case .busy:
+            outcome = .busy
+        case .vanished:
+            outcome = .vanished
+        case .refused(let error):
             outcome = reject(candidate.name, error, declaredTypes: [], sniffedMimeType: nil)
         }
-        log(outcome, entry: candidate.name, milliseconds: Int64((System.monotonicNanoseconds() - started) / 1_000_000))
+        log(outcome, entry: candidate.name, published: published,
+            milliseconds: Int64((System.monotonicNanoseconds() - started) / 1_000_000))
         return outcome
     }
 
-    private func log(_ outcome: Outcome, entry: String, milliseconds: Int64) {
+    private func log(
+        _ outcome: Outcome, entry: String, published: (attachments: Int, types: [String], bytes: Int64)?,
+        milliseconds: Int64
+    ) {
         switch outcome {
         case .published(let shareID, let status):
             logger.info("inbox.published", [
                 ("share", .string(shareID)), ("status", .string(status.rawValue)), ("name", logger.name(entry)),
-                ("duration_ms", .int(milliseconds)),
+                ("attachments", .int(Int64(published?.attachments ?? 0))),
+                ("types", .string(published?.types.joined(separator: ",") ?? "")),
+                ("bytes", .int(published?.bytes ?? 0)), ("duration_ms", .int(milliseconds)),
             ])
         case .rejected(let code):
             logger.warning("inbox.rejected", [("code", .string(code.rawValue)), ("name", logger.name(entry))])
         case .deferred(let code):
             logger.warning("inbox.deferred", [("code", .string(code.rawValue)), ("name", logger.name(entry))])
+        case .busy:
+            logger.debug("inbox.busy", [("name", logger.name(entry))])
         case .vanished:
             logger.debug("inbox.vanished", [("name", logger.name(entry))])
         case .leftInPlace:
-            logger.debug("inbox.left_in_place", [("name", logger.name(entry))])
+            logger.info("inbox.left_in_place", [("reason", .string("empty folder")), ("name", logger.name(entry))])
         }
     }
 
-    /// Every regular file and every hostile entry under a folder, flattened, in a stable order; ignored names
-    /// are skipped and left alone.
-    private func ingestFolder(_ path: String, entry: String) async -> Outcome {
-        var files: [(String, FileStatus)] = []
-        var pending = [path]
-        while let directory = pending.popLast() {
-            guard let names = try? System.listDirectory(directory, repairingNames: true) else { continue }
-            for name in names.sorted() where !ignore.ignores(name) {
-                let child = directory + "/" + name
-                guard let status = try? System.lstatIfPresent(child) else { continue }
-                if status.kind == .directory {
-                    pending.append(child)
-                } else {
-                    files.append((child, status))
-                }
+    /// An inbox entry, opened.
+    enum Opened {
+        case file(InboxSource)
+        case folder(InboxDirectory)
+        /// Another holder has the file's lock.
+        case busy
+        case vanished
+        /// Not something that can be shared (symlink, FIFO, socket, device) or not readable.
+        case refused(ShareError)
+    }
+
+    /// Opens `name` in `directory` once, without following a symlink and without blocking on a FIFO; a regular file
+    /// is locked without waiting and judged by `fstat` of the open descriptor.
+    static func open(_ name: String, in directory: InboxDirectory) -> Opened {
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try FileDescriptor.open(
+                name, relativeTo: directory.descriptor.rawValue, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch let error as ShareError {
+            switch error.errno {
+            case ENOENT, ENOTDIR: return .vanished
+            case ELOOP: return .refused(ShareError(.notRegularFile, "the inbox entry is a symlink", errno: ELOOP))
+            case ENXIO: return .refused(ShareError(.notRegularFile, "the inbox entry is a socket", errno: ENXIO))
+            default: return .refused(error)
+            }
+        } catch {
+            return .refused(ShareError(.io, "\(error)"))
+        }
+        do {
+            let status = try descriptor.status()
+            switch status.kind {
+            case .directory:
+                return .folder(InboxDirectory(descriptor: descriptor, parent: directory, name: name))
+            case .regular:
+                guard try descriptor.lock(exclusive: true, nonBlocking: true) else { return .busy }
+                // The holder before us may have published and unlinked it between our open and our lock.
+                let locked = try descriptor.status()
+                guard locked.linkCount > 0 else { return .vanished }
+                return .file(InboxSource(directory: directory, name: name, descriptor: descriptor, status: locked))
+            default:
+                return .refused(ShareError(.notRegularFile, "the inbox entry is a \(status.kind), not a regular file"))
+            }
+        } catch {
+            return .refused(error as? ShareError ?? ShareError(.io, "\(error)"))
+        }
+    }
+
+    private enum Walk { case complete, busy }
+
+    /// Every regular file (and every hostile entry, which fails as an attachment) under a folder, files before
+    /// subfolders, each level sorted by name; ignored names are skipped and left alone. `folders` receives the
+    /// directories deepest first. Stops past the attachment limit: the loader refuses such a share whole.
+    private func walk(
+        _ folder: InboxDirectory, into providers: inout [InboxFileProvider], folders: inout [InboxDirectory]
+    ) -> Walk {
+        let names = (try? System.listDirectory(".", relativeTo: folder.descriptor.rawValue, repairingNames: true)) ?? []
+        var subfolders: [InboxDirectory] = []
+        for name in names.sorted() where !ignore.ignores(name) {
+            if providers.count > loader.configuration.maxAttachments { break }
+            switch Self.open(name, in: folder) {
+            case .file(let source):
+                providers.append(InboxFileProvider(source: source, registry: loader.registry))
+            case .folder(let child):
+                subfolders.append(child)
+            case .busy:
+                return .busy
+            case .vanished:
+                continue
+            case .refused(let error):
+                providers.append(InboxFileProvider(name: name, failure: error, registry: loader.registry))
             }
         }
-        guard !files.isEmpty else {
-            // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
-            return .leftInPlace
-        }
-        return await ingest(files: files, entry: entry, isFolder: true)
+        for child in subfolders where walk(child, into: &providers, folders: &folders) == .busy { return .busy }
+        folders.append(folder)
+        return .complete
     }
 
-    private func ingest(files: [(path: String, status: FileStatus)], entry: String, isFolder: Bool) async -> Outcome {
-        let providers = files.map { FileItemProvider(path: $0.path, registry: loader.registry) }
+    private func ingest(_ providers: [InboxFileProvider], entry: String, folders: [InboxDirectory]) async
+        -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?)
+    {
         if let activation {
             let decision = activation(providers.map(\.registeredTypeIdentifiers))
             if !decision.activated {
                 let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
                 let declared = providers.first?.registeredTypeIdentifiers ?? []
-                return reject(entry, error, declaredTypes: declared, sniffedMimeType: nil)
+                return (reject(entry, error, declaredTypes: declared, sniffedMimeType: nil), nil)
             }
         }
-        let sources = files.map {
-            SourceIdentity(
-                device: $0.status.device, inode: $0.status.inode, size: $0.status.size,
-                modificationTime: $0.status.modificationTime) as SourceIdentity?
-        }
-        let receipt = await loader.load(providers, sourceApp: nil, sources: sources)
+        let receipt = await loader.load(providers, sourceApp: nil, folders: folders)
         switch receipt.status {
         case .complete, .partial:
-            metrics.shareIngested(bytes: receipt.attachments.reduce(0) { $0 + ($1.bytes ?? 0) })
-            for (record, file) in zip(receipt.attachments, files) where record.status == .copied {
-                removeSource(file.path, expected: file.status)
-            }
-            if isFolder && receipt.status == .complete {
-                removeEmptyDirectories(inbox + "/" + entry)
-            }
-            try? System.syncDirectory(inbox)
-            try? loader.spool.ledger.markSourcesDone(shareID: receipt.shareId)
+            let copied = receipt.attachments.filter { $0.status == .copied }
+            let bytes = copied.reduce(0) { $0 + ($1.bytes ?? 0) }
+            metrics.shareIngested(bytes: bytes)
             if receipt.status == .partial {
                 let failure = receipt.attachments.first { $0.status == .failed }
                 let error = failure?.shareError ?? ShareError(.io, "some attachments failed")
@@ -123,48 +195,28 @@ struct InboxIngester: Sendable {
                     entry, error, declaredTypes: failure?.declaredTypes ?? [],
                     sniffedMimeType: failure?.sniffedMimeType)
             }
-            return .published(shareID: receipt.shareId, status: receipt.status)
+            let types = Array(Set(copied.compactMap(\.typeIdentifier))).sorted()
+            return (.published(shareID: receipt.shareId, status: receipt.status), (copied.count, types, bytes))
         case .rejected:
+            if providers.contains(where: { $0.source?.changedSinceOpened() ?? false }) {
+                return (.deferred(.io), nil)
+            }
             let failure = receipt.attachments.first { $0.status == .failed }
             let error = receipt.error.map { ShareError($0.code, $0.message) } ?? failure?.shareError
                 ?? ShareError(.io, "the share was rejected")
             switch error.code {
             case .cancelled, .spoolFull, .containerUnavailable:
-                return .deferred(error.code)
-            case .missingFile where (try? System.lstatIfPresent(inbox + "/" + entry)) == nil:
-                return .vanished
+                return (.deferred(error.code), nil)
+            case .missingFile where (try? System.lstatIfPresent(entry, relativeTo: directory.descriptor.rawValue)) == nil:
+                return (.vanished, nil)
             default:
-                return reject(
+                return (reject(
                     entry, error, declaredTypes: failure?.declaredTypes ?? [],
-                    sniffedMimeType: failure?.sniffedMimeType)
+                    sniffedMimeType: failure?.sniffedMimeType), nil)
             }
         case .failed:
-            return .deferred(receipt.error?.code ?? .io)
+            return (.deferred(receipt.error?.code ?? .io), nil)
         }
-    }
-
-    /// Unlinks a published source, unless something else has taken its name since.
-    private func removeSource(_ path: String, expected: FileStatus) {
-        guard let now = try? System.lstatIfPresent(path), now.device == expected.device, now.inode == expected.inode
-        else { return }
-        do {
-            try System.unlink(path)
-        } catch {
-            logger.error("inbox.unlink_failed", [
-                ("code", .string(ShareError.Code.io.rawValue)),
-                ("errno", .int(Int64((error as? ShareError)?.errno ?? 0))),
-            ])
-        }
-    }
-
-    /// Removes the directories of a published folder bottom-up; a directory still holding something stays.
-    private func removeEmptyDirectories(_ path: String) {
-        guard let names = try? System.listDirectory(path) else { return }
-        for name in names {
-            let child = path + "/" + name
-            if (try? System.lstat(child))?.kind == .directory { removeEmptyDirectories(child) }
-        }
-        try? System.removeDirectory(path)
     }
 
     /// Moves an inbox entry to `.rejected/` under a collision-free name, then writes its reason beside it.
@@ -185,7 +237,10 @@ struct InboxIngester: Sendable {
         } catch let failure as ShareError where failure.errno == ENOENT {
             return .vanished
         } catch {
-            logger.error("inbox.reject_failed", [("code", .string(error.localizedDescription))])
+            let failure = error as? ShareError ?? ShareError(.io, "\(error)")
+            logger.error("inbox.reject_failed", [
+                ("code", .string(failure.code.rawValue)), ("message", .string(failure.message)),
+            ])
             return .deferred(.io)
         }
     }

@@ -58,7 +58,7 @@ final class Metrics: Sendable {
 
     /// Counts the consumer's processed, failed and quarantined events recorded since the last refresh. The first
     /// refresh only remembers where the ledger is, so a restart does not count history again.
-    func refresh(from ledger: Ledger) throws {
+    func refresh(from ledger: any ShareLedger) throws {
         guard let after = state.withLock({ $0.ledgerSequence }) else {
             let last = try ledger.lastEventSequence()
             state.withLock { $0.ledgerSequence = last }
@@ -66,7 +66,7 @@ final class Metrics: Sendable {
         }
         var sequence = after
         while true {
-            let events = try ledger.metricEvents(after: sequence)
+            let events = try ledger.metricEvents(after: sequence, limit: 10_000)
             for event in events {
                 switch event.event {
                 case .processed: shareProcessed(latencySeconds: event.latencySeconds)

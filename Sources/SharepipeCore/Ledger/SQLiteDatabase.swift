@@ -75,6 +75,9 @@ final class SQLiteDatabase: @unchecked Sendable {
             }
         }
 
+        /// Rows changed by the last INSERT, UPDATE or DELETE.
+        var changes: Int { Int(sqlite3_changes(handle)) }
+
         /// Runs several statements separated by semicolons, without bindings (schema, pragmas).
         func execute(script: String) throws {
             guard sqlite3_exec(handle, script, nil, nil, nil) == SQLITE_OK else { throw error("exec") }
@@ -114,7 +117,7 @@ final class SQLiteDatabase: @unchecked Sendable {
             try connection.execute(script: """
                 PRAGMA busy_timeout = 10000;
                 PRAGMA journal_mode = WAL;
-                PRAGMA synchronous = NORMAL;
+                PRAGMA synchronous = FULL;
                 PRAGMA foreign_keys = ON;
                 """)
         } catch {

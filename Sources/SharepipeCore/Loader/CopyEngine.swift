@@ -45,18 +45,22 @@ struct CopyEngine: Sendable {
         let status = try input.status()
         let kind = status.kind
         guard kind == .regular else { throw ShareError(.notRegularFile, "the delivered file is a \(kind)") }
+        return try copyFile(from: input, sizeHint: status.size, to: destination)
+    }
+
+    /// Copies from an open regular file, from its current offset to its end, to `destination`, which must not
+    /// exist. The copy is not fsynced: the publisher's barrier makes it durable. On failure it is removed.
+    func copyFile(from input: borrowing FileDescriptor, sizeHint: Int64, to destination: String) throws -> Result {
         let output = try Self.openDestination(destination)
         do {
-            let result = try stream(from: input, to: output, sizeHint: status.size)
-            try output.sync()
-            return result
+            return try stream(from: input, to: output, sizeHint: sizeHint)
         } catch {
             try? System.unlink(destination)
             throw error
         }
     }
 
-    /// Writes bytes delivered as data through the same limits, hash and sniff as a file.
+    /// Writes bytes delivered as data through the same limits, hash and sniff as a file (not fsynced either).
     func copyData(_ bytes: UnsafeRawBufferPointer, to destination: String) throws -> Result {
         let output = try Self.openDestination(destination)
         do {
@@ -71,7 +75,6 @@ struct CopyEngine: Sendable {
                 written += Int64(chunk.count)
                 progress?(written)
             }
-            try output.sync()
             return Result(bytes: written, sha256: hasher.finalize(), head: Array(bytes.prefix(Sniffer.sniffLength)))
         } catch {
             try? System.unlink(destination)

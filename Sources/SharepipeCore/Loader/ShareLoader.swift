@@ -19,11 +19,15 @@ public struct ShareLoader: Sendable {
         self.configuration = configuration
     }
 
-    /// Loads and publishes one share. `sources[i]`, when given, is the identity of the inbox file behind
-    /// attachment i, recorded for exactly-once ingest. Never throws: every failure is in the receipt.
-    public func load(
-        _ providers: [any ItemProvider], sourceApp: String? = nil, sources: [SourceIdentity?] = []
-    ) async -> ShareReceipt {
+    /// Loads and publishes one share. Never throws: every failure is in the receipt.
+    public func load(_ providers: [any ItemProvider], sourceApp: String? = nil) async -> ShareReceipt {
+        await load(providers, sourceApp: sourceApp, folders: [])
+    }
+
+    /// Loads one share and hands it to the spool's publisher. Attachments whose provider is an inbox file carry
+    /// their source (opened and locked once) to the publisher, which unlinks it once the share is published;
+    /// `folders` are a dropped folder's directories, deepest first, removed after its files.
+    func load(_ providers: [any ItemProvider], sourceApp: String?, folders: [InboxDirectory]) async -> ShareReceipt {
         let shareID = UUID().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
         func refused(_ status: ShareReceipt.Status, _ error: ShareError) -> ShareReceipt {
@@ -40,8 +44,8 @@ public struct ShareLoader: Sendable {
         if providers.isEmpty {
             return refused(.rejected, ShareError(.unsupportedType, "the share has no attachments"))
         }
-        // The staging directory is locked (flock on the directory) for as long as this loader works on it, so a
-        // recovery started by another process (`consume` beside a running daemon) can tell it from a dead one.
+        // The staging directory is locked (flock on the directory) for as long as this share is worked on, until it
+        // is published, so a recovery started by another process can tell it from a dead one.
         let stagingLock: DirectoryLock
         do {
             stagingLock = try makeLockedStaging(shareID)
@@ -55,24 +59,22 @@ public struct ShareLoader: Sendable {
         } onCancel: {
             shareState.cancelled.store(true, ordering: .relaxed)
         }
-        let receipt: ShareReceipt
         if shareState.outOfSpace.load(ordering: .relaxed) {
             try? spool.remove(.staging, shareID)
             let info = AttachmentRecord.ErrorInfo(
                 code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
-            receipt = ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
-        } else {
-            receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
+            return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
-        _ = consume stagingLock
-        return receipt
+        return await finish(
+            shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, providers: providers,
+            folders: folders)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
     /// when it is published and ends when the descriptor is closed.
     private func makeLockedStaging(_ shareID: String) throws -> DirectoryLock {
         try spool.checkCapacity(configuration)
-        try System.makeDirectory(spool.path(.staging, shareID))
+        try System.makeDirectory(shareID, relativeTo: spool.directories.staging.rawValue)
         // A recovery in another process may remove the directory between its creation and the lock: then the
         // share cannot be attempted now, and its sources stay untouched for a later try.
         guard let lock = try DirectoryLock.acquire(spool.path(.staging, shareID)) else {
@@ -133,7 +135,12 @@ public struct ShareLoader: Sendable {
             maxFileSize: configuration.maxFileSize, maxShareSize: configuration.maxShareSize, share: shareState,
             progress: progress)
 
-        let outcome = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
+        let outcome: Result<CopyEngine.Result, ShareError>
+        if let inbox = provider as? InboxFileProvider {
+            outcome = inbox.copy(engine: engine, to: destination)
+        } else {
+            outcome = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
+        }
         switch outcome {
         case .failure(let error):
             if error.errno == ENOSPC || error.errno == EDQUOT { shareState.outOfSpace.store(true, ordering: .relaxed) }
@@ -142,7 +149,7 @@ public struct ShareLoader: Sendable {
             do {
                 // The provider may have sniffed these very bytes already (an inbox file); libmagic is the costliest
                 // step of a small share, so the same head is not sniffed twice.
-                let presniffed = (provider as? FileItemProvider)?.sniffed
+                let presniffed = (provider as? FileItemProvider)?.sniffed ?? (provider as? InboxFileProvider)?.sniffed
                 let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
                     ?? Magic.shared.mimeType(of: copy.head)
                 record.sniffedMimeType = mimeType
@@ -193,13 +200,16 @@ public struct ShareLoader: Sendable {
     ) async -> Result<CopyEngine.Result, ShareError> {
         let gate = LoadGate<Result<CopyEngine.Result, ShareError>>()
         let timeout = configuration.loadTimeout
+        // Cancelled as soon as the load ends, so a burst of shares does not leave a live timer per attachment.
+        let timer = DispatchWorkItem {
+            gate.expire(.failure(ShareError(.timeout, "the provider did not call back within \(timeout)")))
+        }
+        defer { timer.cancel() }
         return await withTaskCancellationHandler {
             await gate.wait {
                 let (seconds, attoseconds) = timeout.components
                 let nanoseconds = Int(min(seconds, 86_400 * 365)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
-                    gate.expire(.failure(ShareError(.timeout, "the provider did not call back within \(timeout)")))
-                }
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: timer)
                 switch provider.representationKind(for: type) {
                 case .file:
                     provider.loadFileRepresentation(forTypeIdentifier: type) { url, error in
@@ -253,48 +263,57 @@ public struct ShareLoader: Sendable {
         }
     }
 
-    /// Applies the policy, then publishes (manifest, ledger, one rename) or rolls the share back.
+    /// Applies the policy, then writes the manifest and hands the share to the publisher, or rolls it back.
     private func finish(
-        shareID: String, sourceApp: String?, records: [AttachmentRecord], sources: [SourceIdentity?]
-    ) -> ShareReceipt {
+        shareID: String, lock: consuming DirectoryLock, sourceApp: String?, records: [AttachmentRecord],
+        providers: [any ItemProvider], folders: [InboxDirectory]
+    ) async -> ShareReceipt {
         var records = records
         let copied = records.filter { $0.status == .copied }.count
         let rollBack = copied == 0 || (configuration.policy == .allOrNothing && copied < records.count)
-        let manifest = Manifest(
-            shareId: shareID, sourceApp: sourceApp, createdAt: Date().rfc3339, policy: configuration.policy,
-            attachments: records)
+        let createdAt = Date().rfc3339
+        func manifest() -> Manifest {
+            Manifest(
+                shareId: shareID, sourceApp: sourceApp, createdAt: createdAt, policy: configuration.policy,
+                attachments: records)
+        }
         if rollBack {
             for index in records.indices where records[index].status == .copied {
                 records[index].status = .rolledBack
             }
             try? spool.remove(.staging, shareID)
-            try? spool.ledger.recordStaged(Manifest(
-                shareId: shareID, sourceApp: sourceApp, createdAt: manifest.createdAt, policy: manifest.policy,
-                attachments: records), sources: [])
             let firstError = records.first(where: { $0.error != nil })?.error
-            try? spool.ledger.recordRejected(shareID: shareID, code: firstError?.code)
+            try? spool.ledger.recordRolledBack(manifest(), code: firstError?.code)
             return ShareReceipt(shareId: shareID, status: .rejected, attachments: records)
         }
-        do {
-            try spool.writeManifest(manifest)
-            let identities = zip(records, sources).compactMap { record, source -> SourceIdentity? in
-                guard var identity = source, record.status == .copied, let sha256 = record.sha256 else { return nil }
-                identity.sha256 = sha256
-                return identity
-            }
-            try spool.ledger.recordStaged(manifest, sources: identities)
-            try spool.publish(shareID)
-            try spool.ledger.recordPublished(shareID: shareID)
-        } catch {
-            let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
-            // Before the rename nothing is visible; after it the share stands even if the ledger write failed.
-            if (try? System.lstatIfPresent(spool.path(.incoming, shareID))) == nil {
-                try? spool.remove(.staging, shareID)
-                try? spool.ledger.recordRejected(shareID: shareID, code: shareError.code)
-                let info = AttachmentRecord.ErrorInfo(code: shareError.code, message: shareError.message)
-                return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
-            }
+        var sources: [InboxSource] = []
+        var identities: [SourceIdentity] = []
+        for (record, provider) in zip(records, providers) where record.status == .copied {
+            guard let source = (provider as? InboxFileProvider)?.source, let sha256 = record.sha256 else { continue }
+            var identity = SourceIdentity(source.status)
+            identity.sha256 = sha256
+            sources.append(source)
+            identities.append(identity)
         }
-        return ShareReceipt(shareId: shareID, status: copied == records.count ? .complete : .partial, attachments: records)
+        do {
+            try spool.writeManifest(manifest())
+        } catch {
+            try? spool.remove(.staging, shareID)
+            let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
+            try? spool.ledger.recordRolledBack(manifest(), code: shareError.code)
+            let info = AttachmentRecord.ErrorInfo(code: shareError.code, message: shareError.message)
+            return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
+        }
+        let staged = StagedShare(
+            record: StagedRecord(manifest: manifest(), sources: identities), lock: lock, sources: sources,
+            folders: copied == records.count ? folders : [])
+        switch await spool.publisher.publish(staged, spool: spool) {
+        case .published:
+            return ShareReceipt(
+                shareId: shareID, status: copied == records.count ? .complete : .partial, attachments: records)
+        case .failed(let error):
+            let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+            return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
+        }
     }
 }

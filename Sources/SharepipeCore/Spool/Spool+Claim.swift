@@ -1,14 +1,31 @@
 import Glibc
 
 /// A share claimed by this process. The exclusive lock on the directory `processing/S` is held for as long as this
-/// value lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live
+/// object lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live
 /// one.
-struct ShareClaim: ~Copyable {
+final class ShareClaim: Sendable {
     /// The claimed share.
     let shareID: String
     /// Attempts recorded before this one.
     let previousAttempts: Int
-    fileprivate let lock: DirectoryLock
+    private let held: HeldLock
+
+    fileprivate init(previousAttempts: Int, held: HeldLock) {
+        shareID = held.shareID
+        self.previousAttempts = previousAttempts
+        self.held = held
+    }
+}
+
+/// A lock on `processing/S` taken before the claim is recorded.
+private final class HeldLock: Sendable {
+    let shareID: String
+    let lock: DirectoryLock
+
+    init(shareID: String, lock: consuming DirectoryLock) {
+        self.shareID = shareID
+        self.lock = lock
+    }
 }
 
 /// Claim, process, complete (kill -9 safe at every step):
@@ -28,40 +45,61 @@ struct ShareClaim: ~Copyable {
 /// `incoming`; the last allowed attempt quarantines the share (see `quarantine`). Each record is committed before
 /// the rename that follows it, so recovery rolls an interrupted transition forward from the ledger state.
 extension Spool {
-    /// Claims a share in `incoming`; nil when another claimer won it or it is gone.
-    func claim(_ shareID: String) throws -> ShareClaim? {
-        do {
-            guard try System.renameNoReplace(path(.incoming, shareID), to: path(.processing, shareID)) else {
-                return nil
+    /// Claims shares in `incoming`, recording all the claims in one commit; shares another claimer won, or that are
+    /// gone, are left out.
+    func claim(_ shareIDs: [String]) throws -> [ShareClaim] {
+        var held: [HeldLock] = []
+        for shareID in shareIDs {
+            do {
+                guard try System.renameNoReplace(
+                    shareID, to: shareID, fromDirectory: directories.incoming.rawValue,
+                    toDirectory: directories.processing.rawValue)
+                else { continue }
+            } catch let error as ShareError where error.errno == ENOENT {
+                continue
             }
-        } catch let error as ShareError where error.errno == ENOENT {
-            return nil
+            guard let lock = try DirectoryLock.acquire(path(.processing, shareID), waiting: true) else { continue }
+            held.append(HeldLock(shareID: shareID, lock: lock))
         }
-        guard let lock = try DirectoryLock.acquire(path(.processing, shareID), waiting: true) else { return nil }
-        let attempts = try ledger.recordClaimed(shareID: shareID)
-        return ShareClaim(shareID: shareID, previousAttempts: attempts, lock: lock)
+        guard !held.isEmpty else { return [] }
+        let (attempts, violations) = try ledger.recordClaimed(held.map(\.shareID))
+        logViolations(violations, during: "claim")
+        var claims: [ShareClaim] = []
+        for entry in held {
+            guard let previous = attempts[entry.shareID] else {
+                // Its row is in a state a claim cannot start from: the share goes back untouched for recovery.
+                try moveBack(entry.shareID)
+                continue
+            }
+            claims.append(ShareClaim(previousAttempts: previous, held: entry))
+        }
+        return claims
     }
 
-    /// Success: the share is recorded processed, then its directory removed (the lock is released after that).
-    func complete(_ claim: consuming ShareClaim, durationMilliseconds: Int64) throws {
-        try ledger.recordProcessed(shareID: claim.shareID, durationMilliseconds: durationMilliseconds)
-        try removeShareDirectory(.processing, claim.shareID)
-        _ = consume claim
+    /// Claims one share; nil when another claimer won it or it is gone.
+    func claim(_ shareID: String) throws -> ShareClaim? {
+        try claim([shareID]).first
+    }
+
+    /// Success, recorded and removed in the completer's next batch.
+    func complete(_ claim: ShareClaim, durationMilliseconds: Int64) {
+        completer.complete(claim, durationMilliseconds: durationMilliseconds, spool: self)
     }
 
     /// A failed attempt with attempts left: back to `incoming`, not to be claimed before `notBefore`.
-    func retry(_ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64, notBefore: Int64) throws {
-        try ledger.recordRetry(
-            shareID: claim.shareID, code: error.code, durationMilliseconds: durationMilliseconds, notBefore: notBefore)
+    func retry(_ claim: ShareClaim, error: ShareError, durationMilliseconds: Int64, notBefore: Int64) throws {
+        logViolations(
+            try ledger.recordRetry(
+                shareID: claim.shareID, code: error.code, durationMilliseconds: durationMilliseconds,
+                notBefore: notBefore),
+            during: "retry")
         try moveBack(claim.shareID)
-        _ = consume claim
     }
 
     /// Graceful shutdown: an unfinished share goes back to `incoming` without counting an attempt.
-    func release(_ claim: consuming ShareClaim) throws {
-        try ledger.recordReleased(shareID: claim.shareID)
+    func release(_ claim: ShareClaim) throws {
+        logViolations(try ledger.recordReleased(shareID: claim.shareID), during: "release")
         try moveBack(claim.shareID)
-        _ = consume claim
     }
 
     /// Unlinks one entry of a share directory without a stat first; a directory is removed as a tree.
@@ -75,22 +113,25 @@ extension Spool {
 
     /// Renames `processing/S` back to `incoming/S`.
     func moveBack(_ shareID: String) throws {
-        guard try System.renameNoReplace(path(.processing, shareID), to: path(.incoming, shareID)) else {
+        guard try System.renameNoReplace(
+            shareID, to: shareID, fromDirectory: directories.processing.rawValue,
+            toDirectory: directories.incoming.rawValue)
+        else {
             throw ShareError(.io, "share \(shareID) is both in processing and in incoming", errno: EEXIST)
         }
     }
 
-    /// Removes a share directory (its entries, then the directory) and fsyncs the stage directory. Call it with the
-    /// share's lock held, or where no claimer can be.
-    func removeShareDirectory(_ stage: Stage, _ shareID: String) throws {
-        let share = path(stage, shareID)
+    /// Removes a share directory (its entries, then the directory) and, with `sync`, fsyncs the stage directory.
+    /// Call it with the share's lock held, or where no claimer can be.
+    func removeShareDirectory(_ stage: Stage, _ shareID: String, sync: Bool = true) throws {
+        let parent = directories.descriptor(stage)
         do {
-            let directory = try FileDescriptor.openDirectory(share)
+            let directory = try FileDescriptor.openDirectory(shareID, relativeTo: parent)
             for name in try System.listDirectory(".", relativeTo: directory.rawValue) {
                 try Self.removeEntry(name, in: directory.rawValue)
             }
-            try System.removeDirectory(share)
+            try System.removeDirectory(shareID, relativeTo: parent)
         } catch let error as ShareError where error.errno == ENOENT {}
-        try System.syncDirectory(path(stage))
+        if sync { try directories.sync(stage) }
     }
 }

@@ -32,13 +32,15 @@ extension Spool {
     func quarantine(_ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64?) throws {
         let shareID = claim.shareID
         let attempts = claim.previousAttempts + (durationMilliseconds == nil ? 0 : 1)
-        let now = Ledger.now()
+        let now = LedgerClock.now()
         let first = try ledger.firstAttemptAt(shareID: shareID) ?? now
         let reason = QuarantineReason(
             code: .processorFailed, message: "\(error.code.rawValue): \(error.message)", attempts: attempts,
             firstAttemptAt: Self.rfc3339(milliseconds: first), lastAttemptAt: Self.rfc3339(milliseconds: now))
         try writeReason(reason, shareID: shareID)
-        try ledger.recordQuarantined(shareID: shareID, code: error.code, durationMilliseconds: durationMilliseconds)
+        logViolations(
+            try ledger.recordQuarantined(shareID: shareID, code: error.code, durationMilliseconds: durationMilliseconds),
+            during: "quarantine")
         try moveToQuarantine(shareID)
         _ = consume claim
     }
@@ -52,10 +54,13 @@ extension Spool {
 
     /// Step 3 of quarantine, also used by recovery to finish it.
     func moveToQuarantine(_ shareID: String) throws {
-        guard try System.renameNoReplace(path(.processing, shareID), to: path(.quarantine, shareID)) else {
+        guard try System.renameNoReplace(
+            shareID, to: shareID, fromDirectory: directories.processing.rawValue,
+            toDirectory: directories.quarantine.rawValue)
+        else {
             throw ShareError(.io, "share \(shareID) is both in processing and in quarantine", errno: EEXIST)
         }
-        try System.syncDirectory(path(.quarantine))
+        try directories.quarantine.sync()
     }
 
     /// Reads a quarantined share's `reason.json`.
@@ -74,17 +79,20 @@ extension Spool {
         guard UUID(uuidString: shareID) != nil,
             try System.lstatIfPresent(path(.quarantine, shareID))?.kind == .directory
         else { throw ShareError(.io, "no quarantined share \(shareID)", errno: ENOENT) }
-        try ledger.recordRequeued(shareID: shareID)
+        logViolations(try ledger.recordRequeued(shareID: shareID), during: "requeue")
         try finishRequeue(shareID)
     }
 
     /// The file-system half of requeue, also used by recovery to finish it.
     func finishRequeue(_ shareID: String) throws {
         try System.removeTree(path(.quarantine, shareID) + "/" + QuarantineReason.fileName)
-        guard try System.renameNoReplace(path(.quarantine, shareID), to: path(.incoming, shareID)) else {
+        guard try System.renameNoReplace(
+            shareID, to: shareID, fromDirectory: directories.quarantine.rawValue,
+            toDirectory: directories.incoming.rawValue)
+        else {
             throw ShareError(.io, "share \(shareID) is both in quarantine and in incoming", errno: EEXIST)
         }
-        try System.syncDirectory(path(.incoming))
+        try directories.incoming.sync()
     }
 
     /// Deletes quarantined shares quarantined at least `age` ago (all of them when nil) and returns their ids
@@ -99,7 +107,7 @@ extension Spool {
             {
                 continue
             }
-            try ledger.recordPurged(shareID: shareID)
+            logViolations(try ledger.recordPurged(shareID: shareID), during: "purge")
             try removeShareDirectory(.quarantine, shareID)
             purged.append(shareID)
         }
@@ -113,7 +121,7 @@ extension Spool {
         quarantineTTL: Duration = .seconds(7 * 86_400), eventRetention: Duration = .seconds(30 * 86_400)
     ) throws -> RetentionReport {
         let purged = try purgeQuarantine(olderThan: quarantineTTL)
-        let pruned = try ledger.prune(before: Ledger.now() - Self.nanoseconds(eventRetention) / 1_000_000)
+        let pruned = try ledger.prune(before: LedgerClock.now() - Self.nanoseconds(eventRetention) / 1_000_000)
         return RetentionReport(purgedShares: purged.count, prunedEvents: pruned)
     }
 

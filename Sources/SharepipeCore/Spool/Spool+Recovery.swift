@@ -13,6 +13,8 @@ public struct RecoveryReport: Sendable, Equatable {
     public var rolledForward = 0
     /// Shares in `staging` or `processing` held (locked) by a live process, left alone.
     public var liveClaims = 0
+    /// Ledger rows that disagreed with their share's directory and were made to follow it.
+    public var repaired = 0
 }
 
 /// Recovery at start-up: call `recover()` before this process's loader and consumers start, then
@@ -20,79 +22,118 @@ public struct RecoveryReport: Sendable, Equatable {
 /// are honoured.
 extension Spool {
     /// Deletes unpublished shares, sends dead claims back to `incoming` (or finishes what the ledger recorded for
-    /// them), finishes interrupted requeues, and repairs ledger rows of shares published before a crash.
-    /// A staging directory or a claim whose lock is held by a live process (a loader or consumer running beside
-    /// this one) is never touched.
+    /// them), finishes interrupted requeues, then reconciles every ledger row in a non-terminal state with the
+    /// directory its share is in: the row follows the directory, and each repair is logged with a code.
+    /// A staging directory or a claim whose lock is held by a live process is never touched.
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
-        for name in try System.listDirectory(path(.staging)) {
+        var removed: [String] = []
+        for name in try System.listDirectory(".", relativeTo: directories.staging.rawValue) {
             guard try !isLiveStaging(name) else {
                 report.liveClaims += 1
                 continue
             }
-            try System.removeTree(path(.staging, name))
-            if UUID(uuidString: name) != nil { try ledger.recordStagingRemoved(shareID: name) }
+            try System.removeTree(name, relativeTo: directories.staging.rawValue)
+            if UUID(uuidString: name) != nil { removed.append(name) }
             report.stagingRemoved += 1
         }
-        if report.stagingRemoved > 0 { try System.syncDirectory(path(.staging)) }
+        if report.stagingRemoved > 0 { try directories.staging.sync() }
+        let unpublished = try removed.filter { try ledger.state(ofShare: $0) == .staged }
+        if !unpublished.isEmpty { logViolations(try ledger.recordUnpublished(unpublished, code: nil), during: "recover") }
 
+        var liveClaims: Set<String> = []
         for shareID in try shareIDs(in: .processing) {
             guard let lock = try DirectoryLock.acquire(path(.processing, shareID)) else {
                 report.liveClaims += 1
+                liveClaims.insert(shareID)
                 continue
             }
+            let reason = QuarantineReason.fileName
             switch try ledger.state(ofShare: shareID) {
-            case "processed", "purged":
+            case .processed, .purged:
                 try removeShareDirectory(.processing, shareID)
                 report.completed += 1
-            case "quarantined":
-                if try System.lstatIfPresent(path(.processing, shareID) + "/" + QuarantineReason.fileName) == nil {
+            case .quarantined:
+                if try System.lstatIfPresent(path(.processing, shareID) + "/" + reason) == nil {
                     try writeReason(recoveredReason(shareID), shareID: shareID)
                 }
                 try moveToQuarantine(shareID)
                 report.rolledForward += 1
-            case "published":
-                try System.removeTree(path(.processing, shareID) + "/" + QuarantineReason.fileName)
+            case .claimed:
+                try System.removeTree(path(.processing, shareID) + "/" + reason)
+                logViolations(try ledger.recordRecovered(shareID: shareID), during: "recover")
                 try moveBack(shareID)
                 report.returnedToIncoming += 1
-            default:
-                try System.removeTree(path(.processing, shareID) + "/" + QuarantineReason.fileName)
-                try ledger.recordRecovered(shareID: shareID)
+            case .published:
+                try System.removeTree(path(.processing, shareID) + "/" + reason)
+                try moveBack(shareID)
+                report.returnedToIncoming += 1
+            case .staged, .rejected, nil:
+                // Claimed by rename before its publisher recorded it (staged), or a row that disagrees: the share
+                // goes back to `incoming`, and the reconciliation below makes the row say so.
+                try System.removeTree(path(.processing, shareID) + "/" + reason)
                 try moveBack(shareID)
                 report.returnedToIncoming += 1
             }
             _ = consume lock
         }
-        if report.returnedToIncoming > 0 { try System.syncDirectory(path(.incoming)) }
+        if report.returnedToIncoming > 0 { try directories.incoming.sync() }
 
-        for shareID in try shareIDs(in: .quarantine) where try ledger.state(ofShare: shareID) == "published" {
+        for shareID in try shareIDs(in: .quarantine) where try ledger.state(ofShare: shareID) == .published {
             try finishRequeue(shareID)
             report.rolledForward += 1
         }
-        for shareID in try ledger.shareIDs(inState: "staged") {
-            if try System.lstatIfPresent(path(.incoming, shareID)) != nil {
-                try ledger.recordPublished(shareID: shareID)
-            } else if try System.lstatIfPresent(path(.staging, shareID)) == nil {
-                try ledger.recordRejected(shareID: shareID, code: nil)
+        try reconcile(skipping: liveClaims, report: &report)
+        return report
+    }
+
+    /// Makes every row in a non-terminal state follow the directory its share is in. A staged share found in
+    /// `incoming` is the publisher's crash window and rolls forward as a normal publish; anything else is a
+    /// repair, logged as a precondition violation.
+    private func reconcile(skipping liveClaims: Set<String>, report: inout RecoveryReport) throws {
+        let expected: [(ShareState, Stage)] = [
+            (.staged, .staging), (.published, .incoming), (.claimed, .processing), (.quarantined, .quarantine),
+        ]
+        var published: [String] = []
+        for (state, stage) in expected {
+            for shareID in try ledger.shareIDs(inState: state) where !liveClaims.contains(shareID) {
+                if try System.lstatIfPresent(shareID, relativeTo: directories.descriptor(stage)) != nil { continue }
+                let found = try Stage.allCases.first { other in
+                    try other != stage && System.lstatIfPresent(shareID, relativeTo: directories.descriptor(other)) != nil
+                }
+                if state == .staged && found == .incoming {
+                    published.append(shareID)
+                    continue
+                }
+                if found == .processing { continue }
+                let target: ShareState = switch found {
+                case .incoming: .published
+                case .quarantine: .quarantined
+                case .staging: .staged
+                case .processing: .claimed
+                case nil: state == .staged ? .rejected : .purged
+                }
+                logViolations([PreconditionViolation(shareID: shareID, expected: [state], found: target)], during: "reconcile")
+                try ledger.repair(shareID: shareID, to: target)
+                report.repaired += 1
             }
         }
-        return report
+        if !published.isEmpty { logViolations(try ledger.recordPublished(published, sourcesDone: []), during: "recover") }
     }
 
     /// Whether a loader of a live process holds the lock on a staging directory.
     private func isLiveStaging(_ name: String) throws -> Bool {
-        guard try System.lstatIfPresent(path(.staging, name))?.kind == .directory else { return false }
         do {
-            let directory = try FileDescriptor.openDirectory(path(.staging, name))
+            let directory = try FileDescriptor.openDirectory(name, relativeTo: directories.staging.rawValue)
             return try !directory.lock(exclusive: true, nonBlocking: true)
-        } catch let error as ShareError where error.errno == ENOENT {
+        } catch let error as ShareError where [ENOENT, ENOTDIR, ELOOP].contains(error.errno) {
             return false
         }
     }
 
     /// The reason for a quarantine whose `reason.json` was not yet written when the process died.
     private func recoveredReason(_ shareID: String) throws -> QuarantineReason {
-        let now = Ledger.now()
+        let now = LedgerClock.now()
         let attempts = try ledger.attempts(ofShare: shareID)
         let first = try ledger.firstAttemptAt(shareID: shareID) ?? now
         return QuarantineReason(
@@ -142,9 +183,7 @@ extension Spool {
     }
 
     private func isPublished(_ shareID: String) throws -> Bool {
-        if let state = try ledger.state(ofShare: shareID),
-            ["published", "claimed", "processed", "quarantined", "purged"].contains(state)
-        {
+        if let state = try ledger.state(ofShare: shareID), state != .staged && state != .rejected {
             return true
         }
         return try [Stage.incoming, .processing, .quarantine].contains { stage in

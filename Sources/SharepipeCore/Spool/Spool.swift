@@ -4,38 +4,98 @@ import Synchronization
 
 /// The state directory: `staging`, `incoming`, `processing`, `quarantine` and `ledger.sqlite`.
 ///
-/// Publish protocol (kill -9 safe at every step):
-/// 1. copies written and fsynced in `staging/S/` — crash: recovery deletes `staging/S`, sources untouched;
-/// 2. `manifest.json` written and fsynced inside `staging/S`, `staging/S` fsynced;
-/// 3. ledger: share and source identities recorded as staged — crash: `staging/S` deleted at recovery and the
-///    sources ingested again (nothing was published);
-/// 4. `rename(staging/S, incoming/S)`, `incoming` fsynced — S is visible to consumers;
-/// 5. sources unlinked, ledger marks them done — crash between 4 and 5: recovery finds the staged identity of a
-///    published S and unlinks the source instead of ingesting it again.
+/// The spool owns the directories (opened once, kept open for fsync and relative operations), the ledger, and the
+/// two engines that move shares between states: the publisher (`SpoolPublisher`, batched publish) and the
+/// completer (`SpoolCompleter`, batched completion). Nothing else renames a share or records its state.
 public final class Spool: Sendable {
     /// The state directory.
     public let root: String
-    /// The ledger inside the state directory.
-    let ledger: Ledger
+    /// The ledger of this spool.
+    let ledger: any ShareLedger
+    /// Where precondition violations and engine failures are logged (nil: nowhere).
+    let logger: Logger?
+    /// The state directory and its stages, open for the spool's lifetime.
+    let directories: Directories
     /// The last count of pending shares and bytes, and when it was taken (monotonic ns): back-pressure reads it
     /// instead of counting the ledger for every share.
     let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
+    /// Publishes staged shares in batches.
+    let publisher: SpoolPublisher
+    /// Records completions in batches.
+    let completer: SpoolCompleter
 
     /// Stage directories.
     public enum Stage: String, Sendable, CaseIterable {
         case staging, incoming, processing, quarantine
     }
 
-    /// Opens the spool at `root`, creating its layout and ledger when missing;
+    /// The open directories.
+    final class Directories: Sendable {
+        let root: FileDescriptor
+        let staging: FileDescriptor
+        let incoming: FileDescriptor
+        let processing: FileDescriptor
+        let quarantine: FileDescriptor
+
+        init(root path: String) throws {
+            root = try FileDescriptor.openDirectory(path)
+            staging = try FileDescriptor.openDirectory(Stage.staging.rawValue, relativeTo: root.rawValue)
+            incoming = try FileDescriptor.openDirectory(Stage.incoming.rawValue, relativeTo: root.rawValue)
+            processing = try FileDescriptor.openDirectory(Stage.processing.rawValue, relativeTo: root.rawValue)
+            quarantine = try FileDescriptor.openDirectory(Stage.quarantine.rawValue, relativeTo: root.rawValue)
+        }
+
+        /// The raw descriptor of a stage, for relative calls in `System`; valid while this object lives.
+        func descriptor(_ stage: Stage) -> Int32 {
+            switch stage {
+            case .staging: staging.rawValue
+            case .incoming: incoming.rawValue
+            case .processing: processing.rawValue
+            case .quarantine: quarantine.rawValue
+            }
+        }
+
+        func sync(_ stage: Stage) throws {
+            switch stage {
+            case .staging: try staging.sync()
+            case .incoming: try incoming.sync()
+            case .processing: try processing.sync()
+            case .quarantine: try quarantine.sync()
+            }
+        }
+    }
+
+    /// Opens the spool at `root` with its embedded SQLite ledger, creating its layout and ledger when missing;
     /// a directory that cannot be used is ERR_CONTAINER_UNAVAILABLE.
-    public init(root: String) throws {
-        self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
-        try Self.prepare(root: self.root)
+    public convenience init(root: String, logger: Logger? = nil) throws {
+        let trimmed = Self.trimmed(root)
+        try Self.prepare(root: trimmed)
+        let ledger: SQLiteLedger
         do {
-            ledger = try Ledger(path: self.root + "/ledger.sqlite")
+            ledger = try SQLiteLedger(path: trimmed + "/ledger.sqlite")
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, error.message)
         }
+        try self.init(root: trimmed, ledger: ledger, logger: logger)
+    }
+
+    /// Opens the spool at `root` with the given ledger.
+    init(root: String, ledger: any ShareLedger, logger: Logger?) throws {
+        self.root = Self.trimmed(root)
+        try Self.prepare(root: self.root)
+        self.ledger = ledger
+        self.logger = logger
+        do {
+            directories = try Directories(root: self.root)
+        } catch let error as ShareError {
+            throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
+        }
+        publisher = SpoolPublisher()
+        completer = SpoolCompleter()
+    }
+
+    private static func trimmed(_ root: String) -> String {
+        root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
     }
 
     /// The default state directory: `$STATE_DIRECTORY` (first entry) under systemd, else `./.sharepipe`.
@@ -88,26 +148,30 @@ public final class Spool: Sendable {
         try Manifest.decode(try System.readFile(path(stage, shareID) + "/manifest.json"))
     }
 
-    /// Publish step 2: writes and fsyncs the manifest in `staging/S`, then fsyncs `staging/S`. No temporary name is
-    /// needed: nothing reads `staging`, and the whole directory becomes visible at once by the rename of step 4.
+    /// Writes `staging/S/manifest.json`. Not fsynced and no temporary name: nothing reads `staging`, the publisher's
+    /// barrier makes it durable, and the whole directory becomes visible at once by the rename into `incoming`.
     func writeManifest(_ manifest: Manifest) throws {
-        let directory = path(.staging, manifest.shareId)
         let file = try FileDescriptor.open(
-            directory + "/manifest.json", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            manifest.shareId + "/manifest.json", relativeTo: directories.staging.rawValue,
+            flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
         try file.writeAll(try manifest.encoded())
-        try file.sync()
-        try System.syncDirectory(directory)
-    }
-
-    /// Publish step 4: one rename from `staging/S` to `incoming/S`, then `incoming` fsynced.
-    func publish(_ shareID: String) throws {
-        try System.rename(path(.staging, shareID), to: path(.incoming, shareID))
-        try System.syncDirectory(path(.incoming))
     }
 
     /// Removes a share directory from a stage and makes the removal durable.
     func remove(_ stage: Stage, _ shareID: String) throws {
-        try System.removeTree(path(stage, shareID))
-        try System.syncDirectory(path(stage))
+        try System.removeTree(shareID, relativeTo: directories.descriptor(stage))
+        try directories.sync(stage)
+    }
+
+    /// Logs ledger transitions whose precondition did not hold; recovery repairs them.
+    func logViolations(_ violations: [PreconditionViolation], during transition: String) {
+        for violation in violations {
+            logger?.error("ledger.precondition_violated", [
+                ("code", .string(ShareError.Code.io.rawValue)), ("share", .string(violation.shareID)),
+                ("transition", .string(transition)),
+                ("expected", .string(violation.expected.map(\.rawValue).joined(separator: "|"))),
+                ("found", .string(violation.found?.rawValue ?? "none")),
+            ])
+        }
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 /// An exclusive `flock` on a directory, held for as long as this value lives. The lock belongs to the directory's
 /// inode, so it moves with the directory when it is renamed; the kernel drops it when the descriptor closes,
 /// including when the process dies.
-struct DirectoryLock: ~Copyable {
+struct DirectoryLock: ~Copyable, Sendable {
     private let descriptor: FileDescriptor
 
     private init(descriptor: consuming FileDescriptor) {

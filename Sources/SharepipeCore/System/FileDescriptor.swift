@@ -28,6 +28,8 @@ struct FileStatus: Sendable, Equatable {
     /// Modification time in nanoseconds since the epoch.
     var modificationTime: Int64
     var permissions: UInt32
+    /// Hard links to the file; 0 once the last name is gone.
+    var linkCount: UInt64
 
     init(_ raw: stat) {
         kind = FileKind(mode: raw.st_mode)
@@ -36,11 +38,15 @@ struct FileStatus: Sendable, Equatable {
         size = Int64(raw.st_size)
         modificationTime = Int64(raw.st_mtim.tv_sec) * 1_000_000_000 + Int64(raw.st_mtim.tv_nsec)
         permissions = UInt32(raw.st_mode & 0o7777)
+        linkCount = UInt64(raw.st_nlink)
     }
+
+    /// Whether both name the same file (device and inode).
+    func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 }
 
 /// An open file descriptor with exactly one owner; it is closed when the owner lets go of it.
-struct FileDescriptor: ~Copyable {
+struct FileDescriptor: ~Copyable, Sendable {
     let rawValue: Int32
 
     init(rawValue: Int32) {
@@ -99,6 +105,11 @@ struct FileDescriptor: ~Copyable {
 
     func sync() throws {
         _ = try System.call("fsync") { Glibc.fsync(rawValue) }
+    }
+
+    /// Commits every dirty file and directory of the file system holding this descriptor, in one journal commit.
+    func syncFileSystem() throws {
+        _ = try System.call("syncfs") { sharepipe_syncfs(rawValue) }
     }
 
     /// Moves up to `length` bytes in the kernel from this descriptor's offset to `destination`'s.

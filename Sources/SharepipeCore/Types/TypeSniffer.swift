@@ -24,11 +24,16 @@ public enum TypeSniffer {
         guard try file.status().kind == .regular else {
             throw ShareError(.notRegularFile, "not a regular file")
         }
+        return try sniffHead(descriptor: file)
+    }
+
+    /// Reads (at offset 0, leaving the file position alone) and sniffs the leading bytes of an open regular file.
+    static func sniffHead(descriptor file: borrowing FileDescriptor) throws -> SniffedHead {
         var buffer = [UInt8](repeating: 0, count: Sniffer.sniffLength)
         var count = 0
         while count < buffer.count {
             let read = try buffer.withUnsafeMutableBytes { (raw) throws in
-                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]), at: Int64(count))
             }
             if read == 0 { break }
             count += read

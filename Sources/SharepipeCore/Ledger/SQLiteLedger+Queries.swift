@@ -54,7 +54,7 @@ extension Spool {
     }
 }
 
-extension Ledger {
+extension SQLiteLedger {
     /// The stage of each unfinished ledger state.
     static let stages: [String: Spool.Stage] = [
         "staged": .staging, "published": .incoming, "claimed": .processing, "quarantined": .quarantine,

@@ -1,15 +1,6 @@
-extension Ledger {
-    /// A consumer-side event for the metrics: what happened, its code, and for a processed share the time from
-    /// its sources' last write to processed.
-    struct MetricEvent: Sendable {
-        var sequence: Int64
-        var event: LedgerEvent
-        var code: ShareError.Code?
-        var latencySeconds: Double?
-    }
-
+extension SQLiteLedger {
     /// Processed, failed and quarantined events after `sequence`, oldest first.
-    func metricEvents(after sequence: Int64, limit: Int = 10_000) throws -> [MetricEvent] {
+    func metricEvents(after sequence: Int64, limit: Int) throws -> [MetricEvent] {
         try database.withConnection { connection in
             try connection.query(
                 """

@@ -1,0 +1,73 @@
+import Glibc
+
+/// A directory of the inbox, open for relative calls (`openat`, `unlinkat`) so that neither depth nor path length
+/// matters; it knows its parent and its name there, so an emptied folder can be removed.
+final class InboxDirectory: Sendable {
+    let descriptor: FileDescriptor
+    /// The directory holding this one, nil for the inbox itself.
+    let parent: InboxDirectory?
+    /// This directory's name in `parent`.
+    let name: String
+
+    init(descriptor: consuming FileDescriptor, parent: InboxDirectory?, name: String) {
+        self.descriptor = descriptor
+        self.parent = parent
+        self.name = name
+    }
+
+    /// Opens the inbox itself.
+    static func open(_ path: String) throws -> InboxDirectory {
+        InboxDirectory(descriptor: try FileDescriptor.openDirectory(path), parent: nil, name: path)
+    }
+}
+
+/// One inbox file behind an attachment: opened once (`O_NOFOLLOW|O_NONBLOCK`), locked with an exclusive `flock` so
+/// that other daemons on the same inbox skip it, identified by `fstat` of that descriptor, sniffed and copied from
+/// it, and unlinked only if its name still names the same inode. The lock ends when this object goes away.
+final class InboxSource: Sendable {
+    let directory: InboxDirectory
+    let name: String
+    let descriptor: FileDescriptor
+    /// Identity from `fstat` of the open descriptor, taken once the lock was held.
+    let status: FileStatus
+
+    init(directory: InboxDirectory, name: String, descriptor: consuming FileDescriptor, status: FileStatus) {
+        self.directory = directory
+        self.name = name
+        self.descriptor = descriptor
+        self.status = status
+    }
+
+    /// Whether the file changed (size or modification time) since it was opened and judged: a writer is still at
+    /// it, so the copy is not what the writer will leave.
+    func changedSinceOpened() -> Bool {
+        guard let now = try? descriptor.status() else { return true }
+        return now.size != status.size || now.modificationTime != status.modificationTime
+    }
+
+    /// Unlinks the file if its name still names the locked inode; false when something else has the name now (the
+    /// file was replaced: the replacement is a drop of its own) or nothing has.
+    func unlinkIfSame() throws -> Bool {
+        guard let named = try System.lstatIfPresent(name, relativeTo: directory.descriptor.rawValue),
+            named.isSameFile(as: status)
+        else { return false }
+        try System.unlink(name, relativeTo: directory.descriptor.rawValue)
+        return true
+    }
+}
+
+/// A share whose copies and manifest are written in `staging/S`, handed by the loader to the publisher. It owns the
+/// lock on `staging/S` (which moves with the directory into `incoming`) and the inbox sources behind its copies.
+struct StagedShare: ~Copyable, Sendable {
+    var record: StagedRecord
+    let lock: DirectoryLock
+    /// The sources of the copied attachments (empty for shares that do not come from the inbox).
+    let sources: [InboxSource]
+    /// A dropped folder's directories, deepest first, to remove once its files are unlinked.
+    let folders: [InboxDirectory]
+
+    var shareID: String { record.manifest.shareId }
+
+    /// Bytes of the copies, for the batch limit.
+    var bytes: Int64 { record.manifest.attachments.reduce(0) { $0 + ($1.bytes ?? 0) } }
+}
