@@ -78,7 +78,7 @@ func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bo
     return try condition()
 }
 
-extension Ledger {
+extension SQLiteLedger {
     /// Events of one kind recorded for a share, with their codes.
     func events(_ event: LedgerEvent, shareID: String) throws -> [String?] {
         try database.withConnection { connection in
@@ -140,7 +140,7 @@ extension Ledger {
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try entries(spool, .processing).isEmpty)
             for shareID in ids {
-                #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+                #expect(try spool.ledger.state(ofShare: shareID) == .processed)
                 #expect(try spool.ledger.attempts(ofShare: shareID) == 1)
             }
         }
@@ -163,9 +163,9 @@ extension Ledger {
             #expect(times[1] - times[0] >= .milliseconds(100))
             #expect(times[2] - times[1] >= .milliseconds(200))
             #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
-            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
-            #expect(try spool.ledger.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
-            #expect(try spool.ledger.events(.processed, shareID: shareID).count == 1)
+            #expect(try spool.ledger.state(ofShare: shareID) == .processed)
+            #expect(try spool.sqlite.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
+            #expect(try spool.sqlite.events(.processed, shareID: shareID).count == 1)
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try entries(spool, .processing).isEmpty)
         }
@@ -194,8 +194,8 @@ extension Ledger {
             let json = try JSONSerialization.jsonObject(with: Data(try System.readFile(directory + "/reason.json")))
             #expect(Set((json as? [String: Any])?.keys ?? [:].keys)
                 == ["code", "message", "attempts", "firstAttemptAt", "lastAttemptAt"])
-            #expect(try spool.ledger.state(ofShare: shareID) == "quarantined")
-            #expect(try spool.ledger.events(.quarantined, shareID: shareID) == ["ERR_PROCESSOR_FAILED"])
+            #expect(try spool.ledger.state(ofShare: shareID) == .quarantined)
+            #expect(try spool.sqlite.events(.quarantined, shareID: shareID) == ["ERR_PROCESSOR_FAILED"])
 
             try spool.requeue(shareID)
             #expect(try entries(spool, .incoming) == [shareID])
@@ -206,7 +206,7 @@ extension Ledger {
             let second = try await Consumer(spool: spool, processor: succeeding, configuration: fastConfiguration())
                 .drain()
             #expect(second.processed == 1)
-            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+            #expect(try spool.ledger.state(ofShare: shareID) == .processed)
             #expect(throws: ShareError.self) { try spool.requeue(shareID) }
         }
     }
@@ -222,7 +222,7 @@ extension Ledger {
             #expect(try entries(spool, .quarantine) == ids.sorted())
             #expect(try spool.purgeQuarantine().sorted() == ids.sorted())
             #expect(try entries(spool, .quarantine).isEmpty)
-            #expect(try spool.ledger.state(ofShare: ids[0]) == "purged")
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .purged)
         }
     }
 
@@ -246,7 +246,7 @@ extension Ledger {
             #expect(try entries(spool, .processing).isEmpty)
             for shareID in ids {
                 #expect(try spool.ledger.attempts(ofShare: shareID) == 0)
-                #expect(try spool.ledger.state(ofShare: shareID) == "published")
+                #expect(try spool.ledger.state(ofShare: shareID) == .published)
             }
         }
     }
@@ -266,7 +266,7 @@ extension Ledger {
             #expect(try await eventually { log.counts.count == 1 })
             running.cancel()
             try await running.value
-            #expect(try spool.ledger.state(ofShare: shareID) == "processed")
+            #expect(try spool.ledger.state(ofShare: shareID) == .processed)
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try entries(spool, .processing).isEmpty)
         }
@@ -284,7 +284,7 @@ extension Ledger {
             let shareID = try #require(try await publishTextShares(spool, ["wake up\n"]).first)
             let woken = ContinuousClock.now
             consumer.wake()
-            #expect(try await eventually(.seconds(5)) { try spool.ledger.state(ofShare: shareID) == "processed" })
+            #expect(try await eventually(.seconds(5)) { try spool.ledger.state(ofShare: shareID) == .processed })
             #expect(ContinuousClock.now - woken < .seconds(5))
             running.cancel()
             try await running.value

@@ -60,7 +60,7 @@ import Testing
             var times = [eightDaysAgo, eightDaysAgo]
             #expect(utimensat(AT_FDCWD, spool.path(.quarantine, ids[0]), &times, AT_SYMLINK_NOFOLLOW) == 0)
             let longAgo = LedgerClock.now() - 31 * 86_400_000
-            let aged = try spool.ledger.database.withConnection { connection in
+            let aged = try spool.sqlite.database.withConnection { connection in
                 try connection.query(
                     "UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])
                 try connection.query("UPDATE events SET at = ? WHERE share_id = ?", [.integer(longAgo), .text(ids[2])])
@@ -71,10 +71,10 @@ import Testing
             #expect(report.purgedShares == 1)
             #expect(report.prunedEvents == Int(aged.first?.first?.integer ?? -1))
             #expect(try entries(spool, .quarantine) == [ids[1]])
-            #expect(try spool.ledger.state(ofShare: ids[0]) == "purged")
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .purged)
             #expect(try spool.ledger.state(ofShare: ids[2]) == nil)
-            #expect(try spool.ledger.events(.processed, shareID: ids[2]).isEmpty)
-            #expect(try spool.ledger.events(.quarantined, shareID: ids[1]).count == 1)
+            #expect(try spool.sqlite.events(.processed, shareID: ids[2]).isEmpty)
+            #expect(try spool.sqlite.events(.quarantined, shareID: ids[1]).count == 1)
         }
     }
 }

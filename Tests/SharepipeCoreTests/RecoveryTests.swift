@@ -15,10 +15,21 @@ import Testing
             sha256: SHA256.hash(Array(text.utf8)))
     }
 
+    /// Publishes the files as one share and records their identities as the daemon does, leaving the files where
+    /// they are: the state a crash between publishing and unlinking the sources leaves.
     func publish(_ spool: Spool, _ paths: [String], sources: [SourceIdentity]) async throws -> String {
         let receipt = await ShareLoader(spool: spool).load(
-            paths.map { FileItemProvider(path: $0, types: ["public.plain-text"]) }, sources: sources)
+            paths.map { FileItemProvider(path: $0, types: ["public.plain-text"]) })
         try #require(receipt.status == .complete)
+        try spool.sqlite.database.transaction { connection in
+            for source in sources {
+                try connection.query(
+                    "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
+                    [.text(receipt.shareId), .integer(Int64(bitPattern: source.device)),
+                     .integer(Int64(bitPattern: source.inode)), .integer(source.size),
+                     .integer(source.modificationTime), .text(source.sha256), "staged"])
+            }
+        }
         return receipt.shareId
     }
 
@@ -37,7 +48,7 @@ import Testing
                     index: 0, status: .copied, fileId: UUID().uuidString, file: "copy.txt",
                     typeIdentifier: "public.plain-text", declaredTypes: ["public.plain-text"], bytes: 18)])
             try spool.writeManifest(manifest)
-            try spool.ledger.recordStaged(manifest, sources: [source])
+            try spool.ledger.recordStaged([StagedRecord(manifest: manifest, sources: [source])])
             // Crash during publish step 1 of another share: a directory without manifest or ledger row.
             try System.makeDirectory(spool.path(.staging, UUID().uuidString))
 
@@ -45,7 +56,7 @@ import Testing
             #expect(report.stagingRemoved == 2)
             #expect(try entries(spool, .staging).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
-            #expect(try spool.ledger.state(ofShare: shareID) == "rejected")
+            #expect(try spool.ledger.state(ofShare: shareID) == .rejected)
             #expect(try spool.recoverInbox(dir + "/inbox").isEmpty)
             #expect(FileManager.default.fileExists(atPath: dir + "/inbox/a.txt"))
         }
@@ -92,7 +103,7 @@ import Testing
             var times = [recorded, recorded]
             #expect(utimensat(AT_FDCWD, inbox + "/changed.txt", &times, 0) == 0)
             // The consumer already processed one of them: still recognised as published.
-            try spool.ledger.setState("processed", shareID: changedShare, event: .processed)
+            try spool.ledger.repair(shareID: changedShare, to: .processed)
 
             _ = try spool.recover()
             let removed = try spool.recoverInbox(inbox)
@@ -119,9 +130,9 @@ import Testing
             // The processor runs only once the claim is recorded: only the second attempt counts.
             #expect(try spool.ledger.attempts(ofShare: ids[0]) == 0)
             #expect(try spool.ledger.attempts(ofShare: ids[1]) == 1)
-            #expect(try spool.ledger.state(ofShare: ids[0]) == "published")
-            #expect(try spool.ledger.state(ofShare: ids[1]) == "published")
-            #expect(try spool.ledger.events(.recovered, shareID: ids[1]).count == 1)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .published)
+            #expect(try spool.ledger.state(ofShare: ids[1]) == .published)
+            #expect(try spool.sqlite.events(.recovered, shareID: ids[1]).count == 1)
             let log = CallLog()
             let summary = try await Consumer(
                 spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
@@ -141,7 +152,8 @@ import Testing
             let report = try other.recover()
             #expect(report.liveClaims == 1)
             #expect(try entries(spool, .processing) == [shareID])
-            try spool.complete(claim, durationMilliseconds: 1)
+            spool.complete(claim, durationMilliseconds: 1)
+            try await spool.completer.waitUntilIdle()
             #expect(try entries(spool, .processing).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
         }
@@ -153,7 +165,7 @@ import Testing
             let ids = try await publishTextShares(spool, ["recorded\n", "half removed\n"])
             for shareID in ids {
                 let claim = try mustClaim(spool, shareID)
-                try spool.ledger.recordProcessed(shareID: claim.shareID, durationMilliseconds: 1)
+                _ = try spool.ledger.recordProcessed([(claim.shareID, 1)])
             }
             // The second crashed half-way through the removal.
             try System.unlink(spool.path(.processing, ids[1]) + "/manifest.json")
@@ -162,7 +174,7 @@ import Testing
             #expect(report.completed == 2)
             #expect(try entries(spool, .processing).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
-            #expect(try spool.ledger.state(ofShare: ids[0]) == "processed")
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .processed)
             #expect(try spool.ledger.attempts(ofShare: ids[0]) == 1)
         }
     }
@@ -173,7 +185,7 @@ import Testing
             let shareID = try #require(try await publishTextShares(spool, ["retry\n"]).first)
             do {
                 let claim = try mustClaim(spool, shareID)
-                try spool.ledger.recordRetry(
+                _ = try spool.ledger.recordRetry(
                     shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1, notBefore: 0)
             }
             let report = try spool.recover()
@@ -199,7 +211,7 @@ import Testing
                 // Crash after quarantine step 2.
                 let claim = try mustClaim(spool, ids[1])
                 try spool.writeReason(reason, shareID: claim.shareID)
-                try spool.ledger.recordQuarantined(
+                _ = try spool.ledger.recordQuarantined(
                     shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1)
             }
             let report = try spool.recover()
@@ -241,7 +253,7 @@ import Testing
             _ = try await Consumer(
                 spool: spool, processor: failing, configuration: fastConfiguration { $0.maxAttempts = 1 }
             ).drain()
-            try spool.ledger.recordRequeued(shareID: shareID)
+            _ = try spool.ledger.recordRequeued(shareID: shareID)
             let report = try spool.recover()
             #expect(report.rolledForward == 1)
             #expect(try entries(spool, .incoming) == [shareID])
@@ -253,11 +265,11 @@ import Testing
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             let shareID = try #require(try await publishTextShares(spool, ["published\n"]).first)
-            try spool.ledger.database.withConnection { connection in
+            try spool.sqlite.database.withConnection { connection in
                 try connection.query("UPDATE shares SET state = 'staged' WHERE id = ?", [.text(shareID)])
             }
             _ = try spool.recover()
-            #expect(try spool.ledger.state(ofShare: shareID) == "published")
+            #expect(try spool.ledger.state(ofShare: shareID) == .published)
             #expect(try entries(spool, .incoming) == [shareID])
         }
     }

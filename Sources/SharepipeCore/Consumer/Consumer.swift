@@ -35,9 +35,9 @@ public struct Consumer: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await work(untilEmpty: false) }
             group.addTask {
-                while true {
+                while !Task.isCancelled {
                     _ = try applyRetention()
-                    try await Task.sleep(for: .seconds(3600))
+                    try? await Task.sleep(for: .seconds(3600))
                 }
             }
             defer { group.cancelAll() }
