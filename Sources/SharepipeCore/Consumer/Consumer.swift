@@ -193,8 +193,9 @@ public struct Consumer: Sendable {
 }
 
 /// Hands claimed shares to workers. When its pool of claims runs dry, one worker refills it — lists `incoming`,
-/// skips shares whose backoff has not expired, and claims up to `batchSize` of them with one ledger commit — while
-/// the others wait; the lock is never held across the file system or the ledger.
+/// skips shares whose backoff has not expired, and claims one share per worker with one ledger commit — while the
+/// others wait; the lock is never held across the file system or the ledger. Claiming no more than the workers can
+/// start keeps the other consumers of the spool (another daemon, `consume`) in the work.
 private final class Dispatcher: Sendable {
     enum Next {
         case claim(ShareClaim)
@@ -202,7 +203,6 @@ private final class Dispatcher: Sendable {
         case finished
     }
 
-    static let batchSize = 64
 
     private struct State {
         /// Claimed shares not yet handed out, oldest last.
@@ -280,7 +280,7 @@ private final class Dispatcher: Sendable {
         for shareID in try spool.shareIDs(in: .incoming) {
             if let notBefore = deferred[shareID] {
                 earliest = min(earliest ?? notBefore, notBefore)
-            } else if candidates.count < Self.batchSize {
+            } else if candidates.count < max(1, configuration.workers) {
                 candidates.append(shareID)
             }
         }

@@ -49,7 +49,6 @@ public struct Daemon: Sendable {
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
         ])
         try System.makeDirectories(configuration.inbox, mode: 0o755)
-        let inbox = try InboxDirectory.open(configuration.inbox)
         let removed = try spool.recoverInbox(configuration.inbox)
         if !removed.isEmpty {
             logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
@@ -67,7 +66,7 @@ public struct Daemon: Sendable {
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
         let context = Context(
-            spool: spool, inbox: inbox, metrics: metrics, consumer: consumer, processor: processor, live: live,
+            spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,
             queue: IngestQueue(), threads: threads)
         if configuration.oneshot {
             return try await runOnce(context)
@@ -82,7 +81,6 @@ public struct Daemon: Sendable {
     /// What the parts share.
     struct Context: Sendable {
         let spool: Spool
-        let inbox: InboxDirectory
         let metrics: Metrics
         let consumer: Consumer
         let processor: ReloadableProcessor
@@ -96,7 +94,7 @@ public struct Daemon: Sendable {
 
     private func ingester(_ context: Context) -> InboxIngester {
         InboxIngester(
-            inbox: configuration.inbox, directory: context.inbox,
+            inbox: configuration.inbox,
             loader: ShareLoader(spool: context.spool, registry: registry, configuration: context.live.loader),
             ignore: IgnoreRules(globs: configuration.ignore), logger: logger, metrics: context.metrics,
             activation: activation)

@@ -28,8 +28,6 @@ struct InboxIngester: Sendable {
     static let rejectedDirectory = ".rejected"
 
     let inbox: String
-    /// The inbox, open for the daemon's lifetime.
-    let directory: InboxDirectory
     let loader: ShareLoader
     let ignore: IgnoreRules
     let logger: Logger
@@ -41,10 +39,13 @@ struct InboxIngester: Sendable {
         let started = System.monotonicNanoseconds()
         var published: (attachments: Int, types: [String], bytes: Int64)?
         let outcome: Outcome
+        // Opened per entry rather than kept open: an open descriptor would hold back the inotify event that tells
+        // the watcher the inbox itself was deleted.
+        guard let directory = try? InboxDirectory.open(inbox) else { return .vanished }
         switch Self.open(candidate.name, in: directory) {
         case .file(let source):
             let provider = InboxFileProvider(source: source, registry: loader.registry)
-            (outcome, published) = await ingest([provider], entry: candidate.name, folders: [])
+            (outcome, published) = await ingest([provider], entry: candidate.name, in: directory, folders: [])
         case .folder(let folder):
             var providers: [InboxFileProvider] = []
             var folders: [InboxDirectory] = []
@@ -55,7 +56,7 @@ struct InboxIngester: Sendable {
                 // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
                 outcome = .leftInPlace
             case .complete:
-                (outcome, published) = await ingest(providers, entry: candidate.name, folders: folders)
+                (outcome, published) = await ingest(providers, entry: candidate.name, in: directory, folders: folders)
             }
         case .busy:
             outcome = .busy
@@ -171,9 +172,9 @@ struct InboxIngester: Sendable {
         return .complete
     }
 
-    private func ingest(_ providers: [InboxFileProvider], entry: String, folders: [InboxDirectory]) async
-        -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?)
-    {
+    private func ingest(
+        _ providers: [InboxFileProvider], entry: String, in directory: InboxDirectory, folders: [InboxDirectory]
+    ) async -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?) {
         if let activation {
             let decision = activation(providers.map(\.registeredTypeIdentifiers))
             if !decision.activated {

@@ -138,10 +138,14 @@ final class SQLiteDatabase: @unchecked Sendable {
         try connection.withLock { connection in try body(connection) }
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction; rolls back when it throws.
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction; rolls back when it throws. A transaction that is not
+    /// `durable` commits without waiting for the disk (`synchronous=NORMAL` for this commit only): a power cut may
+    /// lose it, never corrupt it, and the next durable commit makes it durable too.
     @discardableResult
-    func transaction<T>(_ body: (Connection) throws -> T) throws -> T {
+    func transaction<T>(durable: Bool = true, _ body: (Connection) throws -> T) throws -> T {
         try connection.withLock { connection in
+            if !durable { try connection.execute(script: "PRAGMA synchronous = NORMAL") }
+            defer { if !durable { try? connection.execute(script: "PRAGMA synchronous = FULL") } }
             try connection.query("BEGIN IMMEDIATE")
             do {
                 let result = try body(connection)
