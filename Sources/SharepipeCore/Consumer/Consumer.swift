@@ -193,9 +193,9 @@ public struct Consumer: Sendable {
 }
 
 /// Hands claimed shares to workers. When its pool of claims runs dry, one worker refills it — lists `incoming`,
-/// skips shares whose backoff has not expired, and claims one share per worker with one ledger commit — while the
-/// others wait; the lock is never held across the file system or the ledger. Claiming no more than the workers can
-/// start keeps the other consumers of the spool (another daemon, `consume`) in the work.
+/// skips shares whose backoff has not expired, and claims a few with one ledger commit — while the others wait; the
+/// lock is never held across the file system or the ledger. Claiming no more than the workers can start (or a small
+/// part of a deep backlog) keeps the other consumers of the spool (another daemon, `consume`) in the work.
 private final class Dispatcher: Sendable {
     enum Next {
         case claim(ShareClaim)
@@ -207,6 +207,8 @@ private final class Dispatcher: Sendable {
     private struct State {
         /// Claimed shares not yet handed out, oldest last.
         var claims: [ShareClaim] = []
+        /// Claimable ids from the last listing of `incoming`, not yet tried, oldest last.
+        var candidates: [String] = []
         var inFlight = 0
         var refilling = false
         /// Whether the last refill found nothing claimable (everything deferred, or lost to other claimers).
@@ -272,23 +274,34 @@ private final class Dispatcher: Sendable {
         }
     }
 
+    /// Claims the next few candidates, listing `incoming` again only once the last listing is used up.
     private func refill() throws {
-        let now = LedgerClock.now()
-        let deferred = try spool.ledger.deferredShares(now: now)
-        var earliest: Int64?
-        var candidates: [String] = []
-        for shareID in try spool.shareIDs(in: .incoming) {
-            if let notBefore = deferred[shareID] {
-                earliest = min(earliest ?? notBefore, notBefore)
-            } else if candidates.count < max(1, configuration.workers) {
-                candidates.append(shareID)
+        var candidates = state.withLock { state in
+            defer { state.candidates = [] }
+            return state.candidates
+        }
+        var earliest = state.withLock { $0.earliestDeferred }
+        if candidates.isEmpty {
+            let deferred = try spool.ledger.deferredShares(now: LedgerClock.now())
+            earliest = nil
+            for shareID in try spool.shareIDs(in: .incoming).reversed() {
+                if let notBefore = deferred[shareID] {
+                    earliest = min(earliest ?? notBefore, notBefore)
+                } else {
+                    candidates.append(shareID)
+                }
             }
         }
-        let claims = try spool.claim(candidates)
+        // One share per worker, or a sixteenth of a deep backlog (at most 64), so that a batch of claims costs one
+        // commit while fifteen sixteenths stay for the other consumers of the spool.
+        let batch = Array(candidates.suffix(min(64, max(1, configuration.workers, candidates.count / 16))))
+        candidates.removeLast(batch.count)
+        let claims = try spool.claim(batch.reversed())
         state.withLock { state in
             state.claims = claims.reversed() + state.claims
+            state.candidates = candidates
             state.refilling = false
-            state.dry = claims.isEmpty
+            state.dry = claims.isEmpty && candidates.isEmpty
             state.earliestDeferred = earliest
         }
         if !claims.isEmpty { doorbell.ring() }

@@ -127,7 +127,7 @@ struct InboxIngester: Sendable {
             let status = try descriptor.status()
             switch status.kind {
             case .directory:
-                return .folder(InboxDirectory(descriptor: descriptor, parent: directory, name: name))
+                return .folder(InboxDirectory(descriptor: descriptor, status: status, parent: directory, name: name))
             case .regular:
                 guard try descriptor.lock(exclusive: true, nonBlocking: true) else { return .busy }
                 // The holder before us may have published and unlinked it between our open and our lock.

@@ -28,7 +28,7 @@ public struct ShareLoader: Sendable {
     /// their source (opened and locked once) to the publisher, which unlinks it once the share is published;
     /// `folders` are a dropped folder's directories, deepest first, removed after its files.
     func load(_ providers: [any ItemProvider], sourceApp: String?, folders: [InboxDirectory]) async -> ShareReceipt {
-        let shareID = UUID().uuidString
+        let shareID = UUID.random().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
         func refused(_ status: ShareReceipt.Status, _ error: ShareError) -> ShareReceipt {
             let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
@@ -124,7 +124,7 @@ public struct ShareLoader: Sendable {
         record.typeIdentifier = chosen
         if Task.isCancelled { return failed(ShareError(.cancelled, "the share was cancelled")) }
 
-        let fileID = UUID().uuidString
+        let fileID = UUID.random().uuidString
         let fileName = fileID + "." + fileExtension(for: chosen, suggestedName: provider.suggestedName)
         let destination = spool.path(.staging, shareID) + "/" + fileName
         var progress: (@Sendable (Int64) -> Void)?

@@ -15,6 +15,15 @@ final class ShareClaim: Sendable {
         self.previousAttempts = previousAttempts
         self.held = held
     }
+
+    /// Removes the claimed `processing/S` while its lock is held: its entries through the locked descriptor, then
+    /// the directory itself. Not fsynced; see `SpoolCompleter`.
+    func removeDirectory(in spool: Spool) throws {
+        try held.lock.removeContents()
+        do {
+            try System.removeDirectory(shareID, relativeTo: spool.directories.processing.rawValue)
+        } catch let error as ShareError where error.errno == ENOENT {}
+    }
 }
 
 /// A lock on `processing/S` taken before the claim is recorded.
@@ -121,9 +130,9 @@ extension Spool {
         }
     }
 
-    /// Removes a share directory (its entries, then the directory) and, with `sync`, fsyncs the stage directory.
-    /// Call it with the share's lock held, or where no claimer can be.
-    func removeShareDirectory(_ stage: Stage, _ shareID: String, sync: Bool = true) throws {
+    /// Removes a share directory (its entries, then the directory) and fsyncs the stage directory. Call it with the
+    /// share's lock held, or where no claimer can be.
+    func removeShareDirectory(_ stage: Stage, _ shareID: String) throws {
         let parent = directories.descriptor(stage)
         do {
             let directory = try FileDescriptor.openDirectory(shareID, relativeTo: parent)
@@ -132,6 +141,6 @@ extension Spool {
             }
             try System.removeDirectory(shareID, relativeTo: parent)
         } catch let error as ShareError where error.errno == ENOENT {}
-        if sync { try directories.sync(stage) }
+        try directories.sync(stage)
     }
 }

@@ -110,7 +110,7 @@ final class SpoolCompleter: Sendable {
         }
         for pending in batch {
             do {
-                try spool.removeShareDirectory(.processing, pending.shareID, sync: false)
+                try pending.claim.withLock { try $0?.removeDirectory(in: spool) }
             } catch {
                 spool.logger?.error("spool.remove_failed", [
                     ("code", .string(ShareError.Code.io.rawValue)), ("share", .string(pending.shareID)),

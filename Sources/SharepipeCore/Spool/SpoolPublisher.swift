@@ -170,14 +170,14 @@ final class SpoolPublisher: Sendable {
         reached(.renamed)
 
         var done: [String] = []
-        var touched: [ObjectIdentifier: InboxDirectory] = [:]
+        var touched: [InboxDirectory.DirectoryIdentity: InboxDirectory] = [:]
         for pending in published {
             var complete = true
             do {
                 for source in pending.sources {
                     do {
                         try step(.sourcesUnlinked)
-                        if try source.unlinkIfSame() { touched[ObjectIdentifier(source.directory)] = source.directory }
+                        if try source.unlinkIfSame() { touched[source.directory.identity] = source.directory }
                     } catch {
                         complete = false
                         spool.logger?.error("inbox.unlink_failed", [
@@ -189,7 +189,7 @@ final class SpoolPublisher: Sendable {
                 for folder in pending.folders {
                     guard let parent = folder.parent else { continue }
                     if (try? System.removeDirectory(folder.name, relativeTo: parent.descriptor.rawValue)) != nil {
-                        touched[ObjectIdentifier(parent)] = parent
+                        touched[parent.identity] = parent
                     }
                 }
             }

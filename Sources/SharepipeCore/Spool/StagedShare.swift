@@ -8,16 +8,26 @@ final class InboxDirectory: Sendable {
     let parent: InboxDirectory?
     /// This directory's name in `parent`.
     let name: String
+    /// Device and inode, so that the directories a batch touched are fsynced once each.
+    let identity: DirectoryIdentity
 
-    init(descriptor: consuming FileDescriptor, parent: InboxDirectory?, name: String) {
+    struct DirectoryIdentity: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    init(descriptor: consuming FileDescriptor, status: FileStatus, parent: InboxDirectory?, name: String) {
         self.descriptor = descriptor
+        identity = DirectoryIdentity(device: status.device, inode: status.inode)
         self.parent = parent
         self.name = name
     }
 
     /// Opens the inbox itself.
     static func open(_ path: String) throws -> InboxDirectory {
-        InboxDirectory(descriptor: try FileDescriptor.openDirectory(path), parent: nil, name: path)
+        let descriptor = try FileDescriptor.openDirectory(path)
+        let status = try descriptor.status()
+        return InboxDirectory(descriptor: descriptor, status: status, parent: nil, name: path)
     }
 }
 

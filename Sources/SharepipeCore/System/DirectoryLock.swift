@@ -28,6 +28,17 @@ struct DirectoryLock: ~Copyable, Sendable {
         return lock
     }
 
+    /// Removes every entry of the locked directory (a subdirectory as a whole tree), through the lock's descriptor.
+    func removeContents() throws {
+        for name in try System.listDirectory(descriptor: descriptor.rawValue) {
+            do {
+                try System.unlink(name, relativeTo: descriptor.rawValue)
+            } catch let error as ShareError where error.errno == EISDIR {
+                try System.removeTree(name, relativeTo: descriptor.rawValue)
+            } catch let error as ShareError where error.errno == ENOENT {}
+        }
+    }
+
     /// Whether `path` still names the locked directory.
     func isLinked(at path: String) throws -> Bool {
         guard let linked = try System.lstatIfPresent(path) else { return false }

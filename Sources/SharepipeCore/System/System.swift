@@ -92,6 +92,18 @@ enum System {
         throws -> [String]
     {
         let fd = try call("open") { openat(directory, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        return try listDirectory(adopting: fd, repairingNames: repairingNames)
+    }
+
+    /// Names in an open directory, read through a duplicate of its descriptor (the caller keeps its own).
+    static func listDirectory(descriptor: Int32) throws -> [String] {
+        let fd = try call("fcntl") { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+        // The duplicate shares the directory's read position: start from the beginning.
+        _ = lseek(fd, 0, SEEK_SET)
+        return try listDirectory(adopting: fd, repairingNames: false)
+    }
+
+    private static func listDirectory(adopting fd: Int32, repairingNames: Bool) throws -> [String] {
         guard let stream = fdopendir(fd) else {
             let code = Glibc.errno
             Glibc.close(fd)
