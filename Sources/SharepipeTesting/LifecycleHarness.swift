@@ -89,7 +89,8 @@ public final class LifecycleHarness: Sendable {
 
     /// A harness in a new temporary directory.
     public init(
-        loader: LoaderConfiguration = .init(), consumer: ConsumerConfiguration? = nil, registry: TypeRegistry = .standard
+        loader: LoaderConfiguration = .init(), consumer: ConsumerConfiguration? = nil,
+        registry: TypeRegistry = .standard
     ) throws {
         directory = FileManager.default.temporaryDirectory.path + "/sharepipe-harness-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -264,7 +265,8 @@ public final class LifecycleHarness: Sendable {
             }
             guard Int64(copy.count) == record.bytes else {
                 throw HarnessFailure(
-                    "attachment \(record.index): the copy has \(copy.count) bytes, the manifest says \(record.bytes ?? 0)")
+                    "attachment \(record.index): the copy has \(copy.count) bytes, "
+                        + "the manifest says \(record.bytes ?? 0)")
             }
             let provider = share.providers.indices.contains(record.index) ? share.providers[record.index] : nil
             if let expected = try Self.sourceBytes(provider, type: record.typeIdentifier), expected != copy {
@@ -347,8 +349,8 @@ public final class LifecycleHarness: Sendable {
     }
 
     /// The ledger and the directories tell the same story: every unfinished share the ledger records is in the stage
-    /// directory its state names (staged → `staging`, published → `incoming`, claimed → `processing`, quarantined →
-    /// `quarantine`), and every share directory is recorded in that state.
+    /// directory its state names (staged → `staging`, published → `incoming`, claimed → `processing`,
+    /// quarantined → `quarantine`), and every share directory is recorded in that state.
     public func expectLedgerAgreesWithDirectories() throws {
         var recorded: [String: Spool.Stage] = [:]
         for listing in try spool.listShares() { recorded[listing.shareId] = listing.stage }

@@ -58,7 +58,8 @@ public struct ScenarioExpectation: Sendable, Equatable {
         }
         let status = try top.string("status")
         guard statuses.contains(status) else {
-            throw top.failure("\"status\" must be one of \(statuses.joined(separator: ", ")), got \(status.debugDescription)")
+            throw top.failure(
+                "\"status\" must be one of \(statuses.joined(separator: ", ")), got \(status.debugDescription)")
         }
         let attachments = try top.array("attachments").enumerated().map { index, value in
             let object = try ObjectReader(
@@ -76,7 +77,8 @@ public struct ScenarioExpectation: Sendable, Equatable {
         if let rules = try top.optionalObject("activation") {
             for (name, value) in rules {
                 guard case .bool(let activated) = value else {
-                    throw top.failure("\"activation\".\(name.debugDescription) must be true or false, got \(value.summary)")
+                    throw top.failure(
+                        "\"activation\".\(name.debugDescription) must be true or false, got \(value.summary)")
                 }
                 activation[name] = activated
             }

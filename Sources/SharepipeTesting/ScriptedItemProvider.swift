@@ -152,7 +152,9 @@ public final class ScriptedItemProvider: ItemProvider {
     /// What a failing representation hands the completion instead of a file: an error, or nothing at all
     /// (`noFile`); nil when it delivers.
     private static func scriptedFailure(_ representation: Representation) -> (any Error)?? {
-        if let code = representation.error { return .some(ShareError(code, "the provider reported an error (scripted)")) }
+        if let code = representation.error {
+            return .some(ShareError(code, "the provider reported an error (scripted)"))
+        }
         if representation.noFile { return .some(nil) }
         return nil
     }

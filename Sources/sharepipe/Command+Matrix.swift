@@ -218,7 +218,8 @@ struct MatrixCase {
             }
             let copy = FileManager.default.contents(atPath: state + "/incoming/" + receipt.shareId + "/" + file)
             guard let copy, Int64(copy.count) == record.bytes else {
-                result.failures.append("attachment \(record.index): the copy is missing or not \(record.bytes ?? 0) bytes")
+                result.failures.append(
+                    "attachment \(record.index): the copy is missing or not \(record.bytes ?? 0) bytes")
                 continue
             }
             let representation = scenario.attachments.indices.contains(record.index)
@@ -287,7 +288,8 @@ enum MatrixReport {
         let stream = Output.Stream.standardOutput
         var rows: [[String]] = []
         for result in results {
-            let verdict = result.passed ? Output.styled("ok", .green, for: stream) : Output.styled("FAIL", .red, for: stream)
+            let verdict = result.passed
+                ? Output.styled("ok", .green, for: stream) : Output.styled("FAIL", .red, for: stream)
             rows.append([
                 result.name, result.sourceApp ?? "-", "share", "-", "-", result.expected.status,
                 result.receipt.status.rawValue, verdict,
@@ -306,10 +308,14 @@ enum MatrixReport {
             }
             for entry in result.activation {
                 let mark = entry.expected == entry.got ? "" : Output.styled("differs", .red, for: stream)
-                rows.append(["", "", "rule " + entry.rule, "-", "-", activation(entry.expected), activation(entry.got), mark])
+                rows.append([
+                    "", "", "rule " + entry.rule, "-", "-", activation(entry.expected), activation(entry.got), mark,
+                ])
             }
         }
-        let header = ["scenario", "source app", "attachment", "declared types", "chosen type", "expected", "got", ""]
+        let header = [
+            "scenario", "source app", "attachment", "declared types", "chosen type", "expected", "got", "result",
+        ]
         var text = Output.table(rows, header: header.map { Output.styled($0, .bold, for: stream) })
         for result in results where !result.passed {
             for failure in result.failures { text += "FAIL \(result.name): \(failure)\n" }
@@ -385,7 +391,8 @@ enum MatrixReport {
                             ? result.expected.attachments[index] : nil
                         return Attachment(
                             index: index,
-                            declaredTypes: result.declaredTypes.indices.contains(index) ? result.declaredTypes[index] : [],
+                            declaredTypes: result.declaredTypes.indices.contains(index)
+                                ? result.declaredTypes[index] : [],
                             expected: expected.map(Outcome.init), got: result.got(index).map(Outcome.init),
                             passed: expected == result.got(index))
                     },

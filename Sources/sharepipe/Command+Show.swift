@@ -8,7 +8,9 @@ struct ShowCommand: Command {
     static let logNames = Flag(
         "log-names", help: "Also show the attachments' suggested names (from the manifest, while the copies exist).")
     static let options: [any OptionDeclaration] = [ProcessorOptions.state, logNames, CommonOptions.json]
-    static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as a receipt or \"sharepipe ls\" gives it.")]
+    static let positionals = [
+        Positional("SHARE-ID", help: "The share's UUID, as a receipt or \"sharepipe ls\" gives it.")
+    ]
     static let discussion = """
         Every event the ledger kept for the share (30 days by default), oldest first: time (UTC), event, processor \
         attempt, attachment, type identifier, bytes, error code and duration. The ledger holds no file names; with \
@@ -143,7 +145,8 @@ struct ShowCommand: Command {
             ["created", report.createdAt ?? "-"],
         ]
         if let attachments = report.attachments, let bytes = report.bytes {
-            rows.append(["copied", "\(attachments) attachment\(attachments == 1 ? "" : "s"), \(Output.formatBytes(bytes))"])
+            let plural = attachments == 1 ? "" : "s"
+            rows.append(["copied", "\(attachments) attachment\(plural), \(Output.formatBytes(bytes))"])
         }
         rows.append(["attempts", report.attempts.map(String.init) ?? "-"])
         if let code = report.lastCode { rows.append(["last code", code]) }

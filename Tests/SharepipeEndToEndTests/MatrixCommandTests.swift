@@ -64,7 +64,8 @@ struct MatrixCommandTests {
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
             let result = try runSharepipe(["matrix", scenarios + "/pdf-from-files.json"])
             #expect(result.status == 1)
-            #expect(result.stdout.contains("FAIL pdf-from-files: rule images-only: expected activated, got not activated"))
+            #expect(result.stdout.contains(
+                "FAIL pdf-from-files: rule images-only: expected activated, got not activated"))
         }
     }
 

@@ -71,7 +71,8 @@ struct ScenarioMatrixTests {
             let scenarios = try #require(report["scenarios"] as? [[String: Any]])
             #expect(scenarios.compactMap { $0["name"] as? String } == Self.names)
             for scenario in scenarios {
-                #expect(scenario["passed"] as? Bool == true, "\(scenario["name"] ?? "?"): \(scenario["failures"] ?? "")")
+                let name = scenario["name"] as? String ?? "?"
+                #expect(scenario["passed"] as? Bool == true, "\(name): \(scenario["failures"] ?? "")")
             }
             let xml = try String(contentsOfFile: junit, encoding: .utf8)
             for name in Self.names { #expect(xml.contains("name=\"\(name)\""), "\(name) missing from the JUnit file") }

@@ -80,7 +80,8 @@ struct LifecycleHarnessTests {
         }
         let deliveries = run.deliveries(of: share.shareId)
         #expect(deliveries.count == (crashPoint == .afterProcessBeforeRecord ? 2 : 1))
-        #expect(deliveries.allSatisfy { $0.attachments.map(\.fileId) == share.receipt.attachments.compactMap(\.fileId) })
+        let fileIds = share.receipt.attachments.compactMap(\.fileId)
+        #expect(deliveries.allSatisfy { $0.attachments.map(\.fileId) == fileIds })
         #expect(try snapshot(output).count == 2)
         try harness.expectSpoolEmpty()
         try harness.expectLedgerAgreesWithDirectories()
@@ -119,8 +120,9 @@ struct LifecycleHarnessTests {
         let share = await harness.publish(files: [fixture("files/photo.jpg")])
         #expect(throws: HarnessFailure.self) { try harness.expectSpoolEmpty() }
         // A claim abandoned by a crash: the directory moved, the ledger never told.
+        let spool = harness.spool
         try FileManager.default.moveItem(
-            atPath: harness.spool.path(.incoming, share.shareId), toPath: harness.spool.path(.processing, share.shareId))
+            atPath: spool.path(.incoming, share.shareId), toPath: spool.path(.processing, share.shareId))
         let failure = #expect(throws: HarnessFailure.self) { try harness.expectLedgerAgreesWithDirectories() }
         #expect(failure?.message.contains("processing") == true)
         _ = try harness.spool.recover()
