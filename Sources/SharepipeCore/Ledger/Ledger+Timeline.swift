@@ -54,16 +54,18 @@ extension Spool {
 
     /// Every event of one share, in the order they were recorded.
     package func timeline(ofShare shareID: String) throws -> [TimelineEvent] {
-        try ledger.events(where: "e.share_id = ?", [.text(shareID)], limit: nil)
+        try ledger.timeline(ofShare: shareID)
     }
 
     /// Events recorded after `sequence` (all of them for 0), oldest first, at most `limit`.
     package func events(after sequence: Int64, limit: Int = 1000) throws -> [TimelineEvent] {
-        try ledger.events(where: "e.seq > ?", [.integer(sequence)], limit: limit)
+        try ledger.events(after: sequence, limit: limit)
     }
 }
 
+/// The three queries `show` and `events` need; nothing here writes.
 extension Ledger {
+    /// The share's row.
     func shareRecord(_ shareID: String) throws -> ShareRecord? {
         try database.withConnection { connection in
             try connection.query(
@@ -82,10 +84,20 @@ extension Ledger {
         }
     }
 
+    /// Every event of one share, by sequence.
+    func timeline(ofShare shareID: String) throws -> [TimelineEvent] {
+        try events(where: "e.share_id = ?", [.text(shareID)], limit: nil)
+    }
+
+    /// Events after `sequence`, by sequence, at most `limit`.
+    func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent] {
+        try events(where: "e.seq > ?", [.integer(sequence)], limit: limit)
+    }
+
     /// Events matching `condition` (on the alias `e`), by sequence. The attempt of a consumer event is the number of
     /// claims of its share since it was last requeued, less the claims released unfinished at shutdown (a release
     /// does not count an attempt); the loader's events have none.
-    func events(where condition: String, _ bindings: [SQLiteValue], limit: Int?) throws -> [TimelineEvent] {
+    private func events(where condition: String, _ bindings: [SQLiteValue], limit: Int?) throws -> [TimelineEvent] {
         try database.withConnection { connection in
             // A requeue publishes a quarantined share again with its attempts reset.
             let since = """
