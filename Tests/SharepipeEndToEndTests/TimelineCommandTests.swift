@@ -146,6 +146,35 @@ struct TimelineCommandTests {
         }
     }
 
+    @Test func followShowsADaemonDropAsItHappens() async throws {
+        try await withTemporaryDirectory { dir in
+            let inbox = dir + "/inbox", state = dir + "/state"
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            let daemon = try SharepipeProcess([
+                "daemon", "--inbox", inbox, "--state", state, "--settle", "100", "--processor", "discard",
+            ])
+            try await waitUntil("the daemon is ready") { daemon.stderrSoFar.contains("event=daemon.ready") }
+            let follower = try SharepipeProcess(["events", "--follow", "--state", state])
+            try FileManager.default.copyItem(atPath: fixturePath("files/photo.jpg"), toPath: dir + "/photo.jpg")
+            try FileManager.default.moveItem(atPath: dir + "/photo.jpg", toPath: inbox + "/photo.jpg")
+
+            try await waitUntil("the drop's deletion is printed") { follower.stdoutSoFar.contains(" event=deleted") }
+            let seen = Date()
+            let lines = follower.stdoutSoFar.split(separator: "\n")
+            #expect(lines.map { $0.split(separator: " ")[3] } == [
+                "event=staged", "event=published", "event=claimed", "event=processed", "event=deleted",
+            ])
+            let time = try #require(lines.last?.split(separator: " ").first?.dropFirst("time=".count))
+            let recorded = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(time))
+            #expect(seen.timeIntervalSince(recorded) < 1, "printed \(seen.timeIntervalSince(recorded)) s after")
+
+            follower.signal(SIGINT)
+            #expect(try follower.waitForExit(timeout: .seconds(10)).status == 0)
+            daemon.signal(SIGTERM)
+            #expect(try daemon.waitForExit(timeout: .seconds(30)).status == 0)
+        }
+    }
+
     /// Polls `condition` every 10 ms for up to 10 s.
     func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
