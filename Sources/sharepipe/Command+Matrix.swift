@@ -344,6 +344,18 @@ enum MatrixReport {
                 typeIdentifier = attachment.typeIdentifier
                 code = attachment.code
             }
+
+            enum CodingKeys: String, CodingKey {
+                case status, typeIdentifier, code
+            }
+
+            /// Every key present, null when absent, as in the expected receipts.
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(status, forKey: .status)
+                try container.encode(typeIdentifier, forKey: .typeIdentifier)
+                try container.encode(code, forKey: .code)
+            }
         }
 
         struct Attachment: Encodable {
