@@ -5,6 +5,7 @@ let package = Package(
     name: "sharepipe",
     products: [
         .library(name: "SharepipeCore", targets: ["SharepipeCore"]),
+        .library(name: "SharepipeTesting", targets: ["SharepipeTesting"]),
         .executable(name: "sharepipe", targets: ["sharepipe"]),
     ],
     targets: [
@@ -16,11 +17,13 @@ let package = Package(
             name: "SharepipeCore",
             dependencies: ["CMagic", "CSQLite", "CCrypto", "CSharepipeShims"]
         ),
-        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
+        .target(name: "SharepipeTesting", dependencies: ["SharepipeCore"]),
+        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeTesting"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
         .executableTarget(name: "LatencyBenchmark", path: "Benchmarks/LatencyBenchmark"),
-        .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore"]),
+        .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore", "SharepipeTesting"]),
+        .testTarget(name: "SharepipeTestingTests", dependencies: ["SharepipeTesting", "SharepipeCore"]),
         .testTarget(
             name: "SharepipeEndToEndTests",
             dependencies: ["sharepipe", "SharepipeCore"]

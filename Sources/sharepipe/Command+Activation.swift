@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeTesting
 
 /// `sharepipe activation …`: a share extension's `NSExtensionActivationRule`, from the command line.
 struct ActivationCommand: CommandGroup {
@@ -171,7 +172,7 @@ struct ActivationCheckCommand: Command {
     private static func scenarioTypes(atPath path: String) throws -> [[String]] {
         do {
             return try Scenario.load(path: path).attachments.map { $0.representations.map(\.type) }
-        } catch let error as ValidationError {
+        } catch let error as ScenarioError {
             throw ValidationError(option: scenario, error.message)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeTesting
 import Synchronization
 
 /// `sharepipe share`: simulates one multi-attachment share, loads it into the spool and prints the receipt.
@@ -92,7 +93,7 @@ struct ShareCommand: Command {
             }
             do {
                 source = .scenario(try Scenario.load(path: path))
-            } catch let error as ValidationError {
+            } catch let error as ScenarioError {
                 throw ValidationError(option: Self.scenario, error.message)
             }
         } else {
@@ -142,6 +143,17 @@ struct ShareCommand: Command {
         for type in configuration.accept where !isKnown(type) {
             Output.printWarning("--accept: \(type.debugDescription) is not a declared type identifier")
         }
+        let receipt = try await receipt()
+        if json {
+            try Output.printJSON(receipt)
+        } else {
+            printReceipt(receipt)
+        }
+        return ExitCode(rawValue: receipt.exitStatus) ?? .failure
+    }
+
+    /// Loads the share and returns its receipt without printing it (`run` and `sharepipe matrix`).
+    func receipt() async throws -> ShareReceipt {
         let providers: [any ItemProvider]
         var sourceApp = sourceAppOverride
         switch source {
@@ -151,13 +163,7 @@ struct ShareCommand: Command {
             providers = scenario.makeProviders()
             sourceApp = sourceApp ?? scenario.sourceApp
         }
-        let receipt = try await share(providers, sourceApp: sourceApp)
-        if json {
-            try Output.printJSON(receipt)
-        } else {
-            printReceipt(receipt)
-        }
-        return ExitCode(rawValue: receipt.exitStatus) ?? .failure
+        return try await share(providers, sourceApp: sourceApp)
     }
 
     private func isKnown(_ type: String) -> Bool {

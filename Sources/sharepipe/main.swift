@@ -15,9 +15,12 @@ extension CommandLineTool {
             ConsumeCommand.self,
             StatusCommand.self,
             LsCommand.self,
+            ShowCommand.self,
+            EventsCommand.self,
             RequeueCommand.self,
             PurgeCommand.self,
             DoctorCommand.self,
+            MatrixCommand.self,
         ])
 }
 

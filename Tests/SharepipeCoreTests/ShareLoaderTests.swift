@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+import SharepipeTesting
 
 /// The path of a committed fixture, e.g. `fixture("files/photo.heic")`.
 func fixture(_ relative: String) -> String {

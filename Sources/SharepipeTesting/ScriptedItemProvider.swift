@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SharepipeCore
 import Synchronization
 
 /// A test double whose callback timing and failures are fully scripted: the contract's bad days, on demand.
@@ -69,8 +70,11 @@ public final class ScriptedItemProvider: ItemProvider {
         }
     }
 
+    /// The scripted representations, highest fidelity first.
     public let representations: [Representation]
+    /// The name the scripted source suggests.
     public let suggestedName: String?
+    /// The representations' types, in order.
     public var registeredTypeIdentifiers: [String] { representations.map(\.type) }
 
     /// Every temporary URL handed out so far, so tests can check what became of them.
@@ -90,14 +94,17 @@ public final class ScriptedItemProvider: ItemProvider {
         try? FileManager.default.removeItem(at: temporaryDirectory)
     }
 
+    /// The kind of the representation scripted for `typeIdentifier` (file when none is).
     public func representationKind(for typeIdentifier: String) -> RepresentationKind {
         representation(for: typeIdentifier)?.kind ?? .file
     }
 
     private func representation(for typeIdentifier: String) -> Representation? {
-        representations.first { $0.type.caseInsensitiveEquals(typeIdentifier) }
+        // Type identifiers compare case-insensitively, and are ASCII.
+        representations.first { $0.type.lowercased() == typeIdentifier.lowercased() }
     }
 
+    /// Hands out a fresh temporary copy of the source, as scripted; the copy is valid until `completion` returns.
     public func loadFileRepresentation(
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (URL?, (any Error)?) -> Void
     ) {
@@ -118,6 +125,7 @@ public final class ScriptedItemProvider: ItemProvider {
         }
     }
 
+    /// Hands out the source's bytes, as scripted.
     public func loadDataRepresentation(
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
@@ -129,7 +137,7 @@ public final class ScriptedItemProvider: ItemProvider {
             switch representation.source {
             case .file(let path):
                 do {
-                    completion(try readRepresentationFile(path), nil)
+                    completion(try Data(contentsOf: URL(fileURLWithPath: path)), nil)
                 } catch {
                     completion(nil, error)
                 }
@@ -144,7 +152,9 @@ public final class ScriptedItemProvider: ItemProvider {
     /// What a failing representation hands the completion instead of a file: an error, or nothing at all
     /// (`noFile`); nil when it delivers.
     private static func scriptedFailure(_ representation: Representation) -> (any Error)?? {
-        if let code = representation.error { return .some(ShareError(code, "the provider reported an error (scripted)")) }
+        if let code = representation.error {
+            return .some(ShareError(code, "the provider reported an error (scripted)"))
+        }
         if representation.noFile { return .some(nil) }
         return nil
     }

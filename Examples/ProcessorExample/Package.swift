@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// A processor written outside sharepipe, tested with the lifecycle harness of `SharepipeTesting`.
+let package = Package(
+    name: "ProcessorExample",
+    products: [
+        .library(name: "CatalogueProcessor", targets: ["CatalogueProcessor"]),
+    ],
+    dependencies: [
+        .package(name: "sharepipe", path: "../.."),
+    ],
+    targets: [
+        .target(
+            name: "CatalogueProcessor",
+            dependencies: [.product(name: "SharepipeCore", package: "sharepipe")]
+        ),
+        .testTarget(
+            name: "CatalogueProcessorTests",
+            dependencies: [
+                "CatalogueProcessor",
+                .product(name: "SharepipeCore", package: "sharepipe"),
+                .product(name: "SharepipeTesting", package: "sharepipe"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
