@@ -153,6 +153,12 @@ protocol ShareLedger: AnyObject, Sendable {
     func metricEvents(after sequence: Int64, limit: Int) throws -> [MetricEvent]
     /// The newest event sequence number.
     func lastEventSequence() throws -> Int64
+    /// A share's row, nil when the ledger does not know it (`sharepipe show`).
+    func shareRecord(_ shareID: String) throws -> ShareRecord?
+    /// A share's events, oldest first.
+    func timeline(ofShare shareID: String) throws -> [TimelineEvent]
+    /// Events after a sequence number, oldest first (`sharepipe events`).
+    func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent]
 }
 
 /// Milliseconds since the epoch, the ledger's clock.

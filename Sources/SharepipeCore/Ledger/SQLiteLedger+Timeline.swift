@@ -64,7 +64,7 @@ extension Spool {
 }
 
 /// The three queries `show` and `events` need; nothing here writes.
-extension Ledger {
+extension SQLiteLedger {
     /// The share's row.
     func shareRecord(_ shareID: String) throws -> ShareRecord? {
         try database.withConnection { connection in
