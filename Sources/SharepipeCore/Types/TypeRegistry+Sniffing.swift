@@ -65,8 +65,9 @@ extension TypeRegistry {
         "public.url", "com.adobe.postscript-pfa-font",
     ]
 
-    /// Textual formats with a binary encoding as well (a DER certificate): unrecognised bytes may be one.
-    static let binaryEncodedFormats = ["public.x509-certificate"]
+    /// Textual formats with a binary encoding as well (a DER certificate, a URL as the binary property list that
+    /// Apple's providers deliver): unrecognised bytes may be one.
+    static let binaryEncodedFormats = ["public.x509-certificate", "public.url"]
 
     /// Formats libmagic sees as the compression around them (it never looks inside): an `.svgz` is gzip.
     static let compressedForms: [String: String] = ["public.svg-image": "org.gnu.gnu-zip-archive"]
