@@ -22,7 +22,8 @@ import Testing
 
     @Test func heicFailsThenJPEGIsTakenAndTheTextInBetweenIsNeverAsked() async throws {
         try await withTemporaryDirectory { dir in
-            // Were the text representation asked for, it would never call back and the load would time out.
+            // Were the text representation asked for, it would never call back: the load would time out and the
+            // attempts would list it with ERR_TIMEOUT.
             let loader = try loader(dir) {
                 $0.accept = ["public.image"]
                 $0.loadTimeout = .seconds(30)
@@ -32,9 +33,7 @@ import Testing
                 .init(type: "public.plain-text", kind: .data, source: .none, neverCalls: true),
                 file("public.jpeg", fixture("files/photo.jpg")),
             ], suggestedName: "IMG_0001.HEIC")
-            let started = ContinuousClock.now
             let receipt = await loader.load([photo])
-            #expect(ContinuousClock.now - started < .seconds(10))
             #expect(receipt.status == .complete)
             let record = try #require(receipt.attachments.first)
             #expect(record.typeIdentifier == "public.jpeg")

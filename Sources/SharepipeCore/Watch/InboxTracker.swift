@@ -5,7 +5,7 @@ import Glibc
 /// Owned by one thread; time comes in as `now` (monotonic nanoseconds) so that the rules can be tested without
 /// sleeping. An entry is *pending* from its first event until it is judged: ready, vanished, or (for a symlink,
 /// FIFO, socket or device) reported at once. Each (name, identity) is reported once; the record is forgotten when
-/// the name disappears or a new entry is created under it.
+/// the name disappears, and an entry of another identity under the name is a new entry.
 struct InboxTracker: ~Copyable {
     /// Events that a watched directory reports, the inbox's own deletion or move included. `IN_OPEN` and the two
     /// closes tell whether anyone holds a file open: an entry that appeared without being opened (a hard link, a
@@ -121,10 +121,8 @@ struct InboxTracker: ~Copyable {
                 if isDirectory { removeWatches(under: top) }
                 return nil
             }
-            if event.has(IN_CREATE | IN_MOVED_TO) {
-                // A new entry under this name: whatever was reported or pending here before is history.
-                forget(top)
-            }
+            // A new entry under a name is told from the old one by its identity (`touch`), not by the event: an
+            // `IN_CREATE` read late, after a rescan already found and reported the entry, must not report it again.
         } else if isDirectory && event.name != nil {
             if event.has(IN_MOVED_FROM | IN_DELETE) { removeWatches(under: relative) }
             if event.has(IN_CREATE | IN_MOVED_TO) && reported[top] == nil { watchTree(relative) }
