@@ -94,4 +94,18 @@ import Testing
             #expect(tracker.judgeDue(now: settle).map(\.name) == ["Album"])
         }
     }
+
+    @Test func aLateCreateEventDoesNotReportAnEntryTwice() throws {
+        try withDirectory { _, inbox in
+            var tracker = try InboxTracker(inbox: inbox, settle: settle, patience: patience, ignore: .default)
+            _ = try tracker.rescan(now: 0, overflow: false)
+            try writeFile(inbox + "/photo.jpg", jpegBytes)
+            // The queue overflowed: a rescan finds the file and reports it before its own events are read.
+            #expect(try tracker.rescan(now: 0, overflow: true).isEmpty)
+            #expect(tracker.judgeDue(now: settle).map(\.name) == ["photo.jpg"])
+            #expect(try drain(&tracker, now: settle + 1).isEmpty)
+            #expect(tracker.judgeDue(now: 3 * settle).isEmpty)
+            #expect(tracker.nextDeadline == nil)
+        }
+    }
 }
