@@ -49,10 +49,9 @@ struct DaemonCommand: Command {
     static let options: [any OptionDeclaration] = [
         inbox, ProcessorOptions.state, config,
     ] + ProcessorOptions.processorOptions + [
-        accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout,
-    ] + SpoolLimitOptions.all + [
-        settle, poll, rescan, CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
-    ]
+        accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
+        CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
+    ] + SpoolLimitOptions.all
 
     let arguments: ParsedArguments
 

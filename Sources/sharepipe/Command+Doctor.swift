@@ -52,7 +52,7 @@ struct DoctorCommand: Command {
     let configPath: String?
     let json: Bool
     /// The spool limits given on the command line, as `--name=value` words for the daemon's own parsing.
-    let limits: [String]
+    let limitArguments: [String]
 
     init(arguments: ParsedArguments) throws {
         state = arguments[ProcessorOptions.state]
@@ -63,7 +63,7 @@ struct DoctorCommand: Command {
             guard arguments.isSpecified(option), let value = arguments[option] else { return nil }
             return "--\(option.spec.name)=\(value)"
         }
-        limits = [
+        limitArguments = [
             given(SpoolLimitOptions.minFree), given(SpoolLimitOptions.maxPendingShares),
             given(SpoolLimitOptions.maxPendingBytes), given(DaemonCommand.maxFileSize),
         ].compactMap { $0 }
@@ -80,7 +80,7 @@ struct DoctorCommand: Command {
             let tokens = [("state", self.state), ("inbox", inboxPath), ("config", configPath)]
                 .compactMap { name, value in value.map { "--\(name)=\($0)" } }
             let settings = try DaemonCommand.settings(
-                ParsedArguments(parsing: tokens + self.limits, options: DaemonCommand.options, positionals: []))
+                ParsedArguments(parsing: tokens + limitArguments, options: DaemonCommand.options, positionals: []))
             state = settings.configuration.state
             inbox = settings.configuration.inbox
             limits = settings.configuration.loader

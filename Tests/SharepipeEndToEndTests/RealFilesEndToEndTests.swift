@@ -218,6 +218,35 @@ struct RealFilesEndToEndTests {
         }
     }
 
+    @Test func doctorPrintsTheSpoolLimitsAndWarnsBelowMinFreePlusTheLargestFile() async throws {
+        try await withTemporaryDirectory { dir in
+            func check(_ arguments: [String], _ name: String) throws -> (status: Int32, check: [String: Any]) {
+                let result = try runSharepipe(["doctor", "--state", dir + "/state", "--json"] + arguments)
+                let checks = try #require(try result.json as? [[String: Any]])
+                return (result.status, try #require(checks.first { $0["check"] as? String == name }))
+            }
+            let defaults = try check([], "spool-limits")
+            let expected = "--min-free 64.0 MiB, --max-pending-shares 50000, --max-pending-bytes 64.0 GiB, "
+                + "--max-file-size 4.0 GiB"
+            #expect(defaults.check["detail"] as? String == expected)
+
+            try writeFile(dir + "/config.json", #"{"max-pending-shares": 7, "min-free": "1M"}"#)
+            let configured = try check(["--config", dir + "/config.json", "--max-pending-bytes", "2G"], "spool-limits")
+            #expect(configured.check["detail"] as? String
+                == "--min-free 1.0 MiB, --max-pending-shares 7, --max-pending-bytes 2.0 GiB, --max-file-size 4.0 GiB")
+
+            // No file system here has a petabyte free: a file that large would not fit, a warning, not a failure.
+            let tight = try check(["--max-file-size", "1024T"], "free-space")
+            #expect(tight.status == 0)
+            #expect(tight.check["status"] as? String == "warn")
+            #expect((tight.check["detail"] as? String)?.contains("less than --min-free plus --max-file-size") == true)
+            let below = try check(["--min-free", "1024T"], "free-space")
+            #expect(below.status == 1)
+            #expect(below.check["status"] as? String == "fail")
+            #expect((below.check["detail"] as? String)?.contains("ERR_SPOOL_FULL") == true)
+        }
+    }
+
     @Test func requeueOfAnUnknownShareIsNotFound() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
