@@ -11,14 +11,17 @@ struct DoctorCommand: Command {
     static let name = "doctor"
     static let abstract = "Check that this host can run sharepipe; exit 1 when a check fails."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state, inbox, config, CommonOptions.json]
+        + SpoolLimitOptions.all + [DaemonCommand.maxFileSize]
     static let discussion = """
         Checks: libmagic's database loads and sniffs a JPEG header as image/jpeg; the state directory exists (or
         can be created) and takes new files; its stage directories share one file system; the inbox is readable
         and writable (or can be created); an inotify instance can be created, with the limits from
         /proc/sys/fs/inotify (unknown, not a failure, under systemd's ProcSubset=pid); free space on the state
-        directory's file system (a warning under 100 MiB, a failure under the 64 MiB the loader needs); and with
-        --config, that the file parses and every key is a daemon option with a valid value. Nothing is created or
-        changed: writability is proven with an empty probe file that is removed at once.
+        directory's file system (a failure under --min-free, a warning under --min-free plus --max-file-size); the
+        spool limits in force (--min-free, --max-pending-shares, --max-pending-bytes, --max-file-size, from the
+        command line, else the config file, else the defaults); and with --config, that the file parses and every
+        key is a daemon option with a valid value. Nothing is created or changed: writability is proven with an
+        empty probe file that is removed at once.
         """
 
     /// One check in the JSON array; every key always present, `hint` null when the check passed.
@@ -48,17 +51,28 @@ struct DoctorCommand: Command {
     let inboxPath: String?
     let configPath: String?
     let json: Bool
+    /// The spool limits given on the command line, as `--name=value` words for the daemon's own parsing.
+    let limitArguments: [String]
 
     init(arguments: ParsedArguments) throws {
         state = arguments[ProcessorOptions.state]
         inboxPath = arguments[Self.inbox]
         configPath = arguments[Self.config]
         json = arguments[CommonOptions.json]
+        func given<Value>(_ option: Option<Value>) -> String? {
+            guard arguments.isSpecified(option), let value = arguments[option] else { return nil }
+            return "--\(option.spec.name)=\(value)"
+        }
+        limitArguments = [
+            given(SpoolLimitOptions.minFree), given(SpoolLimitOptions.maxPendingShares),
+            given(SpoolLimitOptions.maxPendingBytes), given(DaemonCommand.maxFileSize),
+        ].compactMap { $0 }
     }
 
     func run() throws -> ExitCode {
         var state = state ?? Spool.defaultRoot()
         var inbox = inboxPath ?? "inbox"
+        var limits = LoaderConfiguration()
         var configCheck: DiagnosticCheck?
         // The daemon's own reading of its flags and config file decides what a valid config is, and which state
         // directory and inbox it would use.
@@ -66,9 +80,10 @@ struct DoctorCommand: Command {
             let tokens = [("state", self.state), ("inbox", inboxPath), ("config", configPath)]
                 .compactMap { name, value in value.map { "--\(name)=\($0)" } }
             let settings = try DaemonCommand.settings(
-                ParsedArguments(parsing: tokens, options: DaemonCommand.options, positionals: []))
+                ParsedArguments(parsing: tokens + limitArguments, options: DaemonCommand.options, positionals: []))
             state = settings.configuration.state
             inbox = settings.configuration.inbox
+            limits = settings.configuration.loader
             if let configPath {
                 configCheck = DiagnosticCheck(
                     name: "config", status: .ok, detail: "\(configPath) is valid: every key is a daemon option")
@@ -78,7 +93,7 @@ struct DoctorCommand: Command {
                 name: "config", status: .failure, detail: "\(error)",
                 hint: "keys are the long option names of \"sharepipe daemon --help\", values as on the command line")
         }
-        let checks = Diagnostics.run(state: state, inbox: inbox) + (configCheck.map { [$0] } ?? [])
+        let checks = Diagnostics.run(state: state, inbox: inbox, limits: limits) + (configCheck.map { [$0] } ?? [])
         if json {
             try Output.printJSON(checks.map {
                 Entry(check: $0.name, ok: $0.ok, status: $0.status.rawValue, detail: $0.detail, hint: $0.hint)

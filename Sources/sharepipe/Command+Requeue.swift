@@ -9,7 +9,8 @@ struct RequeueCommand: Command {
     static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as \"sharepipe ls\" shows it.")]
     static let discussion = """
         The next consumer (a running daemon, or "sharepipe consume") processes it again with the same share and
-        file ids. Exit status 1 when the share is not in quarantine or the state directory cannot be used.
+        file ids. Exit status 1 when the state directory cannot be used, and with ERR_NOT_FOUND when no share with
+        that id is in quarantine (unknown, or in another stage).
         """
 
     /// The JSON shape.
@@ -37,11 +38,10 @@ struct RequeueCommand: Command {
         let spool = try Spool.openExisting(root: state)
         guard spool.stage(ofShare: shareID) == .quarantine else {
             if let stage = spool.stage(ofShare: shareID) {
-                Output.printError("share \(shareID) is in \(stage.rawValue), not in quarantine; nothing to requeue")
-            } else {
-                Output.printError("no share \(shareID) in \(spool.root); \"sharepipe ls\" lists the shares")
+                throw ShareError(
+                    .notFound, "share \(shareID) is in \(stage.rawValue), not in quarantine; nothing to requeue")
             }
-            return .failure
+            throw ShareError(.notFound, "no share \(shareID) in \(spool.root); \"sharepipe ls\" lists the shares")
         }
         try spool.requeue(shareID)
         if json {

@@ -44,7 +44,7 @@ struct ShareCommand: Command {
     static let options: [any OptionDeclaration] = [
         state, sourceApp, accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, CommonOptions.json,
         CommonOptions.types, scenario, activationRule,
-    ]
+    ] + SpoolLimitOptions.all
     static let positionals = [
         Positional(
             "ATTACHMENT", .zeroOrMore,
@@ -111,6 +111,7 @@ struct ShareCommand: Command {
         configuration.maxShareSize = try arguments.required(Self.maxShareSize)
         configuration.maxAttachments = try arguments.required(Self.maxAttachments)
         configuration.loadTimeout = .milliseconds(try arguments.required(Self.loadTimeout))
+        try SpoolLimitOptions.apply(arguments, to: &configuration)
         self.configuration = configuration
         registry = try loadTypeRegistry(arguments)
         rule = try arguments[Self.activationRule].map { text in

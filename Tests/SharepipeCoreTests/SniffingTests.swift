@@ -23,7 +23,7 @@ import Testing
 
     /// Whether `bytes`, sniffed for real, may be passed on as `declared`.
     func compatible(_ bytes: [UInt8], as declared: String) throws -> Bool {
-        registry.isCompatible(sniffedMIMEType: try sniff(bytes), declaredType: declared, isEmpty: bytes.isEmpty)
+        registry.isCompatible(sniffedMIMEType: try sniff(bytes), declaredType: declared, head: bytes)
     }
 
     func compatible(_ text: String, as declared: String) throws -> Bool {
@@ -32,10 +32,11 @@ import Testing
 
     @Test func libmagicNamesMapToDeclaredTypes() {
         let expected = [
-            "text/plain": "public.text",
-            "text/plain; charset=us-ascii": "public.text",
-            "text/x-c": "public.text",
-            "text/x-makefile": "public.text",
+            "text/plain": "public.plain-text",
+            "text/plain; charset=us-ascii": "public.plain-text",
+            "text/x-c": "public.c-source",
+            "text/x-makefile": "public.make-source",
+            "text/x-m4": "public.text",
             "application/octet-stream": "public.data",
             "inode/x-empty": "public.data",
             "application/x-empty": "public.data",
@@ -75,7 +76,7 @@ import Testing
         #expect(try sniff(jpegBytes) == "image/jpeg")
         #expect(try sniff(pngBytes) == "image/png")
         #expect(try sniff(Self.noiseBytes) == "application/octet-stream")
-        #expect(try registry.sniffedType(forMIMEType: sniff("hello, world\n")) == "public.text")
+        #expect(try registry.sniffedType(forMIMEType: sniff("hello, world\n")) == "public.plain-text")
         #expect(try registry.sniffedType(forMIMEType: sniff([])) == "public.data")
     }
 
@@ -119,7 +120,7 @@ import Testing
         #expect(try !compatible([], as: "com.adobe.pdf"))
         #expect(try !compatible([], as: "public.mp3"))
         #expect(try !compatible([], as: "public.zip-archive"))
-        #expect(registry.isCompatible(sniffedMIMEType: "inode/x-empty", declaredType: "public.rtf", isEmpty: false))
+        #expect(registry.isCompatible(sniffedMIMEType: "inode/x-empty", declaredType: "public.rtf", head: [0x7B]))
     }
 
     @Test func unrecognisedBytesPassOnlyAsNonTextWithoutASignature() throws {

@@ -176,10 +176,12 @@ struct OperatorCommandTests {
 
             let twice = try runSharepipe(["requeue", shareID, "--state", state])
             #expect(twice.status == 1)
-            #expect(twice.stderr.contains("is in incoming, not in quarantine"))
-            let unknown = try runSharepipe(["requeue", UUID().uuidString, "--state", state])
+            #expect(twice.stderr.contains("ERR_NOT_FOUND: share \(shareID) is in incoming, not in quarantine"))
+            let unknownID = UUID().uuidString
+            let unknown = try runSharepipe(["requeue", unknownID, "--state", state])
             #expect(unknown.status == 1)
-            #expect(unknown.stderr.contains("no share"))
+            #expect(unknown.stderr.contains("error: ERR_NOT_FOUND: no share \(unknownID)"))
+            #expect(unknown.stdout.isEmpty)
             let malformed = try runSharepipe(["requeue", "not-a-share", "--state", state])
             #expect(malformed.status == 2)
             #expect(malformed.stderr.contains("SHARE-ID"))
@@ -228,7 +230,7 @@ struct OperatorCommandTests {
             #expect(fresh.status == 0, "\(fresh.stdout)")
             let checks = try #require(try fresh.json as? [[String: Any]])
             #expect(checks.map { $0["check"] as? String } == [
-                "libmagic", "state-directory", "same-filesystem", "inbox", "inotify", "free-space",
+                "libmagic", "state-directory", "same-filesystem", "inbox", "inotify", "free-space", "spool-limits",
             ])
             for check in checks {
                 #expect(Set(check.keys) == ["check", "ok", "status", "detail", "hint"])
@@ -266,7 +268,7 @@ struct OperatorCommandTests {
             #expect(human.status == 1)
             let line = human.stdout.split(separator: "\n").first { $0.contains("state-directory") }
             #expect(line?.hasPrefix("FAIL") == true)
-            #expect(human.stderr.contains("1 of 6 checks failed"))
+            #expect(human.stderr.contains("1 of 7 checks failed"))
         }
     }
 

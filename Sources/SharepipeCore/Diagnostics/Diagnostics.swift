@@ -36,15 +36,23 @@ public struct DiagnosticCheck: Sendable, Equatable {
 /// Self-diagnosis of the host for `sharepipe doctor`. Every check only looks: nothing is created or changed, except
 /// for an empty probe file created and removed at once to prove a directory is writable.
 public enum Diagnostics {
-    /// Free space under this on the state directory's file system is a warning.
-    public static let lowSpaceThreshold: Int64 = 100 << 20
-
-    /// Every host check, in the order `doctor` prints them.
-    public static func run(state: String, inbox: String) -> [DiagnosticCheck] {
-        [
+    /// Every host check, in the order `doctor` prints them; `limits` are the loader's, as the daemon would run.
+    public static func run(state: String, inbox: String, limits: LoaderConfiguration = .init()) -> [DiagnosticCheck] {
+        let (sum, overflow) = limits.minFreeBytes.addingReportingOverflow(limits.maxFileSize)
+        return [
             libmagic(), stateDirectory(state), sameFileSystem(state), inboxDirectory(inbox), inotify(),
-            freeSpace(state),
+            freeSpace(state, minimum: limits.minFreeBytes, threshold: overflow ? .max : sum), spoolLimits(limits),
         ]
+    }
+
+    /// The back-pressure limits in force, so that an `ERR_SPOOL_FULL` can be traced to one of them.
+    static func spoolLimits(_ limits: LoaderConfiguration) -> DiagnosticCheck {
+        DiagnosticCheck(
+            name: "spool-limits", status: .ok,
+            detail: "--min-free \(describeBytes(limits.minFreeBytes)), "
+                + "--max-pending-shares \(limits.maxPendingShares), "
+                + "--max-pending-bytes \(describeBytes(limits.maxPendingBytes)), "
+                + "--max-file-size \(describeBytes(limits.maxFileSize))")
     }
 
     /// The first bytes of a JPEG file (SOI and a JFIF APP0 segment), which libmagic must call image/jpeg.
@@ -205,11 +213,10 @@ public enum Diagnostics {
         return DiagnosticCheck(name: name, status: .ok, detail: detail)
     }
 
-    /// Free space on the state directory's file system (or where it would be created): under the loader's minimum
-    /// new shares are refused with ERR_SPOOL_FULL (a failure); under `lowSpaceThreshold` it is a warning.
-    static func freeSpace(
-        _ state: String, minimum: Int64 = LoaderConfiguration().minFreeBytes, threshold: Int64 = lowSpaceThreshold
-    ) -> DiagnosticCheck {
+    /// Free space on the state directory's file system (or where it would be created): under `minimum`
+    /// (`--min-free`) new shares are refused with ERR_SPOOL_FULL (a failure); under `threshold` (`--min-free` plus
+    /// the largest allowed file) a file the limits allow may not fit, a warning.
+    static func freeSpace(_ state: String, minimum: Int64, threshold: Int64) -> DiagnosticCheck {
         let name = "free-space"
         let hint = "free space on the file system holding the state directory, or move it with --state DIR"
         do {
@@ -221,11 +228,12 @@ public enum Diagnostics {
                 return DiagnosticCheck(
                     name: name, status: .failure,
                     detail: detail + "; new shares are refused with ERR_SPOOL_FULL below \(describeBytes(minimum))",
-                    hint: hint)
+                    hint: hint + ", or lower --min-free")
             }
             if free < threshold {
                 return DiagnosticCheck(
-                    name: name, status: .warning, detail: detail + ", less than \(describeBytes(threshold))",
+                    name: name, status: .warning,
+                    detail: detail + ", less than --min-free plus --max-file-size (\(describeBytes(threshold)))",
                     hint: hint)
             }
             return DiagnosticCheck(name: name, status: .ok, detail: detail)

@@ -14,11 +14,11 @@ public struct LoaderConfiguration: Sendable {
     public var loadTimeout: Duration = .seconds(30)
     /// Attachments loaded at the same time.
     public var concurrency: Int = 4
-    /// Refuse new shares while this many are published and not yet processed.
+    /// Refuse new shares while this many are published and not yet processed (`--max-pending-shares`).
     public var maxPendingShares: Int = 50_000
-    /// Refuse new shares while this many bytes are published and not yet processed.
+    /// Refuse new shares while this many bytes are published and not yet processed (`--max-pending-bytes`).
     public var maxPendingBytes: Int64 = 64 << 30
-    /// Refuse new shares when the state directory's file system has less free space than this.
+    /// Refuse new shares when the state directory's file system has less free space than this (`--min-free`).
     public var minFreeBytes: Int64 = 64 << 20
     /// Called as an attachment's copy advances: attachment index, bytes so far.
     public var progress: (@Sendable (_ index: Int, _ bytes: Int64) -> Void)?

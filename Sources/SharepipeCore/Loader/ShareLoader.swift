@@ -106,6 +106,8 @@ public struct ShareLoader: Sendable {
         }
     }
 
+    /// Loads one attachment: the first declared type that conforms to an accepted type, then, while a load fails
+    /// in a way the next representation may not (SPEC Types "Fallback"), each later conforming type in turn.
     private func loadAttachment(
         _ provider: any ItemProvider, index: Int, shareID: String, shareState: CopyEngine.ShareState
     ) async -> AttachmentRecord {
@@ -117,15 +119,58 @@ public struct ShareLoader: Sendable {
             failure.error = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
             return failure
         }
-        guard let chosen = chooseType(declared) else {
+        let candidates = chooseTypes(declared)
+        guard !candidates.isEmpty else {
             return failed(ShareError(
                 .unsupportedType, "no declared type conforms to \(configuration.accept.joined(separator: ", "))"))
         }
-        record.typeIdentifier = chosen
-        if Task.isCancelled { return failed(ShareError(.cancelled, "the share was cancelled")) }
+        var attempts: [AttachmentRecord.Attempt] = []
+        var lastFailure = record
+        for chosen in candidates {
+            record.typeIdentifier = chosen
+            if Task.isCancelled { return failed(ShareError(.cancelled, "the share was cancelled")) }
+            let outcome = await loadRepresentation(
+                provider, type: chosen, index: index, shareID: shareID, shareState: shareState)
+            attempts.append(AttachmentRecord.Attempt(type: chosen, code: outcome.error?.code))
+            record.attempts = attempts.count > 1 ? attempts : nil
+            record.sniffedMimeType = outcome.sniffedMimeType
+            if let error = outcome.error {
+                lastFailure = failed(error)
+                if Self.fallbackCodes.contains(error.code) { continue }
+                return lastFailure
+            }
+            record.status = .copied
+            record.fileId = outcome.fileID
+            record.file = outcome.file
+            record.bytes = outcome.copy?.bytes
+            record.sha256 = outcome.copy?.sha256
+            return record
+        }
+        return lastFailure
+    }
 
+    /// The failures after which the next conforming representation is tried: the provider's fault or the
+    /// representation's, not the share's (a size limit, cancellation or a full disk end the attachment).
+    static let fallbackCodes: Set<ShareError.Code> = [.loadFailed, .missingFile, .timeout, .typeMismatch]
+
+    /// What one attempt at one representation gave.
+    private struct RepresentationOutcome {
+        var fileID: String
+        var file: String
+        var copy: CopyEngine.Result?
+        var sniffedMimeType: String?
+        var error: ShareError?
+    }
+
+    /// Loads and copies one representation into staging and checks its content against the type; on any failure
+    /// the copy is gone again.
+    private func loadRepresentation(
+        _ provider: any ItemProvider, type chosen: String, index: Int, shareID: String,
+        shareState: CopyEngine.ShareState
+    ) async -> RepresentationOutcome {
         let fileID = UUID.random().uuidString
         let fileName = fileID + "." + fileExtension(for: chosen, suggestedName: provider.suggestedName)
+        var outcome = RepresentationOutcome(fileID: fileID, file: fileName)
         let destination = spool.path(.staging, shareID) + "/" + fileName
         var progress: (@Sendable (Int64) -> Void)?
         if let report = configuration.progress {
@@ -135,16 +180,16 @@ public struct ShareLoader: Sendable {
             maxFileSize: configuration.maxFileSize, maxShareSize: configuration.maxShareSize, share: shareState,
             progress: progress)
 
-        let outcome: Result<CopyEngine.Result, ShareError>
+        let copied: Result<CopyEngine.Result, ShareError>
         if let inbox = provider as? InboxFileProvider {
-            outcome = inbox.copy(engine: engine, to: destination)
+            copied = inbox.copy(engine: engine, to: destination)
         } else {
-            outcome = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
+            copied = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
         }
-        switch outcome {
+        switch copied {
         case .failure(let error):
             if error.errno == ENOSPC || error.errno == EDQUOT { shareState.outOfSpace.store(true, ordering: .relaxed) }
-            return failed(error)
+            outcome.error = error
         case .success(let copy):
             do {
                 // The provider may have sniffed these very bytes already (an inbox file); libmagic is the costliest
@@ -152,31 +197,26 @@ public struct ShareLoader: Sendable {
                 let presniffed = (provider as? FileItemProvider)?.sniffed ?? (provider as? InboxFileProvider)?.sniffed
                 let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
                     ?? Magic.shared.mimeType(of: copy.head)
-                record.sniffedMimeType = mimeType
-                guard registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, isEmpty: copy.bytes == 0)
-                else {
-                    try? System.unlink(destination)
-                    return failed(ShareError(.typeMismatch, "content sniffed as \(mimeType) is not \(chosen)"))
+                outcome.sniffedMimeType = mimeType
+                if registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, head: copy.head) {
+                    outcome.copy = copy
+                    return outcome
                 }
-            } catch let error as ShareError {
-                try? System.unlink(destination)
-                return failed(error)
+                outcome.error = ShareError(.typeMismatch, "content sniffed as \(mimeType) is not \(chosen)")
             } catch {
-                try? System.unlink(destination)
-                return failed(ShareError(.io, "\(error)"))
+                outcome.error = error as? ShareError ?? ShareError(.io, "\(error)")
             }
-            record.status = .copied
-            record.fileId = fileID
-            record.file = fileName
-            record.bytes = copy.bytes
-            record.sha256 = copy.sha256
-            return record
+            try? System.unlink(destination)
+            // The refused copy no longer counts against the share's size limit.
+            shareState.bytes.subtract(copy.bytes, ordering: .relaxed)
         }
+        return outcome
     }
 
-    /// The first declared type that conforms to an accepted type — never blindly the first one.
-    func chooseType(_ declared: [String]) -> String? {
-        declared.first { type in configuration.accept.contains { registry.conforms(type, to: $0) } }
+    /// The declared types that conform to an accepted type, in the provider's fidelity order — never blindly the
+    /// first one. The first is loaded; the others are the fallbacks.
+    func chooseTypes(_ declared: [String]) -> [String] {
+        declared.filter { type in configuration.accept.contains { registry.conforms(type, to: $0) } }
     }
 
     private func fileExtension(for type: String, suggestedName: String?) -> String {

@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 import Glibc
 
-/// A provider over a file on disk. Its types come from the caller, or from the file's extension followed by the
-/// type sniffed from its content (so a text file named `.jpg` declares `public.jpeg` first and is then refused
-/// by the loader's content check). The file itself is handed out and never modified.
+/// A provider over a file on disk. Its types come from the caller, or from the file's extension and the type
+/// sniffed from its content (a text file named `.jpg` declares `public.jpeg` alone and is then refused by the
+/// loader's content check). The file itself is handed out and never modified.
 public struct FileItemProvider: ItemProvider {
     /// The file's path.
     public let path: String
@@ -27,18 +27,25 @@ public struct FileItemProvider: ItemProvider {
         }
     }
 
+    /// The types of a file known only by its name and content, most informative first: the type the extension
+    /// names, then the sniffed type when it says more; a registered sniffed type before a dynamic extension type.
+    /// When the content contradicts the name, only the name's type is declared, so that the lie is refused rather
+    /// than passed on under the sniffed type.
     static func derivedTypes(path: String, sniffed: TypeSniffer.SniffedHead?, registry: TypeRegistry) -> [String] {
-        var types: [String] = []
         let name = (path as NSString).lastPathComponent
         let pathExtension = (name as NSString).pathExtension
-        if !pathExtension.isEmpty {
-            types.append(registry.type(forFilenameExtension: pathExtension))
+        let named = pathExtension.isEmpty ? nil : registry.type(forFilenameExtension: pathExtension)
+        guard let sniffed else { return [named ?? "public.data"] }
+        let sniffedType = registry.sniffedType(forMIMEType: sniffed.mimeType, head: sniffed.head)
+        guard let named else { return [sniffedType] }
+        if registry.isDynamic(named) {
+            let informative = !registry.isDynamic(sniffedType) && sniffedType != "public.data"
+            return informative ? [sniffedType, named] : [named]
         }
-        if let sniffed {
-            let sniffedType = registry.sniffedType(forMIMEType: sniffed.mimeType)
-            if !types.contains(where: { registry.conforms($0, to: sniffedType) }) { types.append(sniffedType) }
+        guard registry.isCompatible(sniffedMIMEType: sniffed.mimeType, declaredType: named, head: sniffed.head) else {
+            return [named]
         }
-        return types.isEmpty ? ["public.data"] : types
+        return registry.conforms(named, to: sniffedType) ? [named] : [named, sniffedType]
     }
 
     public func loadFileRepresentation(

@@ -81,6 +81,32 @@ public struct AttachmentRecord: Codable, Sendable, Equatable {
     public var suggestedName: String?
     /// Why the attachment failed.
     public var error: ErrorInfo?
+    /// Every representation tried, in order, when more than one was (fallback); nil otherwise.
+    public var attempts: [Attempt]?
+
+    /// One representation the loader tried: its type, and the code it failed with (null for the one taken).
+    public struct Attempt: Codable, Sendable, Equatable {
+        /// The representation's type.
+        public var type: String
+        /// Why loading it failed; nil when it was taken.
+        public var code: ShareError.Code?
+
+        /// Creates an attempt record.
+        public init(type: String, code: ShareError.Code?) {
+            self.type = type
+            self.code = code
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case type, code
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(type, forKey: .type)
+            try container.encode(code, forKey: .code)
+        }
+    }
 
     var shareError: ShareError? { error.map { ShareError($0.code, $0.message) } }
 }

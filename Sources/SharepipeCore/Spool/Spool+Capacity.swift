@@ -4,7 +4,8 @@ extension Spool {
     func checkCapacity(_ configuration: LoaderConfiguration) throws {
         let free = try System.freeBytes(root)
         if free < configuration.minFreeBytes {
-            throw ShareError(.spoolFull, "only \(free) bytes free in the state directory, need \(configuration.minFreeBytes)")
+            let limit = configuration.minFreeBytes
+            throw ShareError(.spoolFull, "only \(free) bytes free in the state directory, --min-free is \(limit)")
         }
         let (shares, bytes) = try pending()
         if shares >= configuration.maxPendingShares {

@@ -144,7 +144,29 @@ extension TypeDeclaration {
             filenameExtensions: ["ndjson"], mimeTypes: ["application/x-ndjson"]),
         TypeDeclaration(
             "public.yaml", conformsTo: ["public.text"], description: "YAML",
-            filenameExtensions: ["yml", "yaml"], mimeTypes: ["application/x-yaml"]),
+            filenameExtensions: ["yml", "yaml"], mimeTypes: ["application/x-yaml", "application/yaml", "text/yaml"]),
+        TypeDeclaration(
+            "net.daringfireball.markdown", conformsTo: ["public.utf8-plain-text"], description: "Markdown",
+            filenameExtensions: ["md", "markdown", "mdown", "mkd", "mkdn"],
+            mimeTypes: ["text/markdown", "text/x-markdown"]),
+        TypeDeclaration(
+            "org.docutils.restructuredtext", conformsTo: ["public.plain-text"], description: "reStructuredText",
+            filenameExtensions: ["rst", "rest"], mimeTypes: ["text/x-rst", "text/prs.fallenstein.rst"]),
+        TypeDeclaration(
+            "io.toml", conformsTo: ["public.plain-text"], description: "TOML",
+            filenameExtensions: ["toml"], mimeTypes: ["application/toml"]),
+        TypeDeclaration(
+            "org.freedesktop.config-text", conformsTo: ["public.plain-text"], description: "configuration text",
+            filenameExtensions: ["conf", "cfg", "cnf", "config"]),
+        TypeDeclaration(
+            "com.microsoft.ini", conformsTo: ["public.plain-text"], description: "INI settings",
+            filenameExtensions: ["ini"]),
+        TypeDeclaration(
+            "org.gnu.gettext.po", conformsTo: ["public.plain-text"], description: "gettext catalogue source",
+            filenameExtensions: ["po", "pot"], mimeTypes: ["text/x-po", "text/x-gettext-translation"]),
+        TypeDeclaration(
+            "org.gnu.gettext.mo", conformsTo: ["public.data"], description: "gettext compiled catalogue",
+            filenameExtensions: ["mo", "gmo"], mimeTypes: ["application/x-gettext-translation"]),
         TypeDeclaration(
             "public.patch-file", conformsTo: ["public.plain-text"], description: "patch file",
             filenameExtensions: ["patch", "diff"]),
@@ -206,10 +228,10 @@ extension TypeDeclaration {
         TypeDeclaration(
             "com.netscape.javascript-source", conformsTo: ["public.script", "public.executable"],
             description: "JavaScript", filenameExtensions: ["js", "jscript", "javascript", "mjs"],
-            mimeTypes: ["text/javascript"]),
+            mimeTypes: ["text/javascript", "application/javascript", "application/x-javascript"]),
         TypeDeclaration(
             "public.shell-script", conformsTo: ["public.script"], description: "shell script",
-            filenameExtensions: ["sh"]),
+            filenameExtensions: ["sh"], mimeTypes: ["application/x-sh", "text/x-sh"]),
         TypeDeclaration(
             "public.bash-script", conformsTo: ["public.shell-script"], description: "Bash script",
             filenameExtensions: ["bash"]),
@@ -238,6 +260,9 @@ extension TypeDeclaration {
         TypeDeclaration(
             "public.make-source", conformsTo: ["public.script"], description: "makefile",
             filenameExtensions: ["make", "mak", "gmk", "mk"]),
+        TypeDeclaration(
+            "org.iso.sql", conformsTo: ["public.source-code"], description: "SQL source",
+            filenameExtensions: ["sql"], mimeTypes: ["application/sql", "text/x-sql"]),
     ]
 
     /// Contacts, messages and calendar data.
@@ -344,6 +369,9 @@ extension TypeDeclaration {
         TypeDeclaration(
             "public.xbitmap-image", conformsTo: ["public.image"], description: "X bitmap image",
             filenameExtensions: ["xbm"], mimeTypes: ["image/x-xbitmap"]),
+        TypeDeclaration(
+            "org.x.xpixmap-image", conformsTo: ["public.image"], description: "X pixmap image",
+            filenameExtensions: ["xpm"], mimeTypes: ["image/x-xpixmap", "image/x-xpm"]),
         TypeDeclaration("public.fax", conformsTo: ["public.image", "public.message"], description: "fax"),
     ]
 
@@ -371,7 +399,7 @@ extension TypeDeclaration {
             "com.apple.webarchive", conformsTo: ["public.data", "public.composite-content"],
             description: "web archive", filenameExtensions: ["webarchive"], mimeTypes: ["application/x-webarchive"]),
         TypeDeclaration(
-            "org.idpf.epub-container", conformsTo: ["public.data", "public.composite-content"],
+            "org.idpf.epub-container", conformsTo: ["public.zip-archive", "public.composite-content"],
             description: "EPUB publication", filenameExtensions: ["epub"], mimeTypes: ["application/epub+zip"]),
         TypeDeclaration("public.presentation", conformsTo: ["public.composite-content"], description: "presentation"),
         TypeDeclaration("public.spreadsheet", conformsTo: ["public.content"], description: "spreadsheet"),
@@ -385,7 +413,8 @@ extension TypeDeclaration {
             "com.microsoft.powerpoint.ppt", conformsTo: ["public.data", "public.presentation"],
             description: "PowerPoint 97 presentation", filenameExtensions: ["ppt"],
             mimeTypes: ["application/vnd.ms-powerpoint"]),
-        TypeDeclaration("org.openxmlformats.openxml", conformsTo: ["public.data"], description: "Office Open XML"),
+        TypeDeclaration(
+            "org.openxmlformats.openxml", conformsTo: ["public.zip-archive"], description: "Office Open XML"),
         TypeDeclaration(
             "org.openxmlformats.wordprocessingml.document",
             conformsTo: ["org.openxmlformats.openxml", "public.composite-content"],
@@ -607,6 +636,13 @@ extension TypeDeclaration {
             "public.opentype-font", conformsTo: ["public.font"], description: "OpenType font",
             filenameExtensions: ["otf"], mimeTypes: ["font/otf"]),
         TypeDeclaration("com.adobe.postscript-font", conformsTo: ["public.font"], description: "PostScript font"),
+        TypeDeclaration(
+            "com.adobe.postscript-pfa-font", conformsTo: ["com.adobe.postscript-font"],
+            description: "PostScript Type 1 font (ASCII)", filenameExtensions: ["pfa"]),
+        TypeDeclaration(
+            "com.adobe.postscript-pfb-font", conformsTo: ["com.adobe.postscript-font"],
+            description: "PostScript Type 1 font (binary)", filenameExtensions: ["pfb"],
+            mimeTypes: ["font/x-postscript-pfb", "application/x-font-type1"]),
     ]
 
     /// 3D scenes and models.
@@ -649,5 +685,8 @@ extension TypeDeclaration {
         TypeDeclaration(
             "com.rsa.pkcs-12", conformsTo: ["public.data"], description: "PKCS #12 archive",
             filenameExtensions: ["p12", "pfx"], mimeTypes: ["application/x-pkcs12"]),
+        TypeDeclaration(
+            "com.apple.colorsync-profile", conformsTo: ["public.data"], description: "ICC colour profile",
+            filenameExtensions: ["icc", "icm"], mimeTypes: ["application/vnd.iccprofile"]),
     ]
 }

@@ -8,8 +8,8 @@ public enum TypeSniffer {
     public static func sniff(path: String, registry: TypeRegistry = .standard) throws
         -> (mimeType: String, typeIdentifier: String)
     {
-        let mimeType = try sniffHead(path: path).mimeType
-        return (mimeType, registry.sniffedType(forMIMEType: mimeType))
+        let sniffed = try sniffHead(path: path)
+        return (sniffed.mimeType, registry.sniffedType(forMIMEType: sniffed.mimeType, head: sniffed.head))
     }
 
     /// A file's leading bytes (up to `Sniffer.sniffLength`) and what libmagic says of them.

@@ -5,11 +5,13 @@ import Glibc
 /// Owned by one thread; time comes in as `now` (monotonic nanoseconds) so that the rules can be tested without
 /// sleeping. An entry is *pending* from its first event until it is judged: ready, vanished, or (for a symlink,
 /// FIFO, socket or device) reported at once. Each (name, identity) is reported once; the record is forgotten when
-/// the name disappears or a new entry is created under it.
+/// the name disappears, and an entry of another identity under the name is a new entry.
 struct InboxTracker: ~Copyable {
-    /// Events that a watched directory reports, the inbox's own deletion or move included.
-    static let treeEvents = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_MODIFY
-        | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+    /// Events that a watched directory reports, the inbox's own deletion or move included. `IN_OPEN` and the two
+    /// closes tell whether anyone holds a file open: an entry that appeared without being opened (a hard link, a
+    /// rename) is complete as it is.
+    static let treeEvents = IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE
+        | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
 
     let inotify: Inotify
     private let inbox: String
@@ -20,8 +22,9 @@ struct InboxTracker: ~Copyable {
     /// Each watched directory's path relative to the inbox ("" for the inbox itself).
     private var directories: [Int32: String] = [:]
     private var pending: [String: Pending] = [:]
-    /// Per top-level name, the paths inside it (or "" for the entry itself) written to and not yet closed.
-    private var writing: [String: Set<String>] = [:]
+    /// Per top-level name, the files inside it (or "" for the entry itself) held open, with how many opens are
+    /// not yet closed.
+    private var opens: [String: [String: Int]] = [:]
     private var reported: [String: EntryIdentity] = [:]
 
     private struct Pending {
@@ -55,7 +58,7 @@ struct InboxTracker: ~Copyable {
         let present = Set(try InboxWatcher.listInbox(inbox).filter { !ignore.ignores($0) })
         reported = reported.filter { present.contains($0.key) }
         pending = pending.filter { present.contains($0.key) }
-        writing = overflow ? [:] : writing.filter { present.contains($0.key) }
+        opens = overflow ? [:] : opens.filter { present.contains($0.key) }
         var ready: [InboxCandidate] = []
         for name in present.sorted() where overflow || pending[name] == nil {
             if let candidate = touch(name, now: now) { ready.append(candidate) }
@@ -118,21 +121,27 @@ struct InboxTracker: ~Copyable {
                 if isDirectory { removeWatches(under: top) }
                 return nil
             }
-            if event.has(IN_CREATE | IN_MOVED_TO) {
-                // A new entry under this name: whatever was reported or pending here before is history.
-                forget(top)
-            }
+            // A new entry under a name is told from the old one by its identity (`touch`), not by the event: an
+            // `IN_CREATE` read late, after a rescan already found and reported the entry, must not report it again.
         } else if isDirectory && event.name != nil {
             if event.has(IN_MOVED_FROM | IN_DELETE) { removeWatches(under: relative) }
             if event.has(IN_CREATE | IN_MOVED_TO) && reported[top] == nil { watchTree(relative) }
         }
 
-        if !isDirectory {
-            if event.has(IN_CREATE | IN_MODIFY) {
-                writing[top, default: []].insert(inner)
-            } else if event.has(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) {
-                writing[top]?.remove(inner)
-            }
+        // Opening and closing a directory (every listing does, this tracker's own included) changes nothing.
+        if isDirectory || event.name == nil { return event.has(IN_OPEN | IN_CLOSE_NOWRITE) ? nil : top }
+        if event.has(IN_OPEN) {
+            opens[top, default: [:]][inner, default: 0] += 1
+            return nil
+        }
+        if event.has(IN_MODIFY) {
+            // Written through a descriptor opened before the watch began: held open until its close.
+            opens[top, default: [:]][inner] = max(opens[top]?[inner] ?? 0, 1)
+        } else if event.has(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) {
+            let remaining = (opens[top]?[inner] ?? 0) - 1
+            opens[top]?[inner] = remaining > 0 ? remaining : nil
+        } else if event.has(IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) {
+            opens[top]?[inner] = nil
         }
         return top
     }
@@ -147,7 +156,7 @@ struct InboxTracker: ~Copyable {
         let identity = EntryIdentity(status)
         if reported[name] == identity {
             pending[name] = nil
-            writing[name] = nil
+            opens[name] = nil
             return nil
         }
         reported[name] = nil
@@ -164,16 +173,16 @@ struct InboxTracker: ~Copyable {
         return nil
     }
 
-    /// The settle window has passed: ready if nobody holds a file open for writing (or patience ran out) and a
-    /// fresh snapshot equals the last one; otherwise wait another window.
+    /// The settle window has passed: ready if nobody holds a file open (or patience ran out) and a fresh snapshot
+    /// equals the last one; otherwise wait another window.
     private mutating func judge(_ name: String, now: UInt64) -> InboxCandidate? {
         guard var entry = pending[name] else { return nil }
-        if let open = writing[name], !open.isEmpty {
-            // A symlink, FIFO or socket was created (an event with no close to follow), not written.
-            let stillOpen = open.filter { inner in
+        if let open = opens[name], !open.isEmpty {
+            // Only regular files count: a FIFO inside a folder may be held open for ever.
+            let stillOpen = open.filter { inner, _ in
                 status(of: inner.isEmpty ? name : name + "/" + inner)?.kind == .regular
             }
-            writing[name] = stillOpen
+            opens[name] = stillOpen
             if !stillOpen.isEmpty && now < entry.lastEvent + patience {
                 entry.deadline = entry.lastEvent + patience
                 pending[name] = entry
@@ -196,14 +205,14 @@ struct InboxTracker: ~Copyable {
 
     private mutating func report(_ name: String, _ status: FileStatus) -> InboxCandidate {
         pending[name] = nil
-        writing[name] = nil
+        opens[name] = nil
         reported[name] = EntryIdentity(status)
         return InboxCandidate(name: name, status: status)
     }
 
     private mutating func forget(_ name: String) {
         pending[name] = nil
-        writing[name] = nil
+        opens[name] = nil
         reported[name] = nil
     }
 

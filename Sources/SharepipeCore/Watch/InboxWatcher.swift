@@ -2,10 +2,10 @@ import Glibc
 
 /// Watches the inbox and tells the ingester which top-level entries are ready, and when.
 ///
-/// - A file is ready once its writer closed it (or it was moved in, or a scan found it) and it has been quiet for
-///   `settle` with size and mtime unchanged on a fresh `lstat`. A writer that appends in bursts within the settle
-///   window yields one candidate, after the last burst. A file still held open for writing is judged anyway
-///   after `rescanInterval` of quiet (a hard link into the inbox, a writer that went idle).
+/// - A file is ready once nobody holds it open (its writer closed it, or it appeared without being opened: moved
+///   in, hard-linked, found by a scan) and it has been quiet for `settle` with size and mtime unchanged on a fresh
+///   `lstat`. A writer that appends in bursts within the settle window yields one candidate, after the last burst.
+///   A file still held open is judged anyway after `rescanInterval` of quiet (a writer that went idle).
 /// - A folder is ready once nothing in its whole tree has changed for `settle` and a fresh recursive snapshot
 ///   equals the previous one; its sub-folders are watched as they appear.
 /// - Symlinks, FIFOs, sockets and devices are reported at once as `.other`, never opened or followed.
