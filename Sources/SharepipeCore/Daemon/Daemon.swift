@@ -128,11 +128,11 @@ public struct Daemon: Sendable {
             inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
             rescanInterval: configuration.rescanInterval, ignore: IgnoreRules(globs: configuration.ignore))
         let mode = configuration.poll == nil ? "inotify" : "poll"
-        let workers = Int64(configuration.consumer.workers)
+        let ready: [(String, Logger.Value)] = [("mode", .string(mode))] + configuration.readyFields
         let candidates = watcher.candidates { [notifier, logger] in
             // Recovery is done and the first scan of the inbox is in the stream: ready.
             notifier.send("READY=1", "STATUS=watching")
-            logger.info("daemon.ready", [("mode", .string(mode)), ("workers", .int(workers))])
+            logger.info("daemon.ready", ready)
         }
         let stopped = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {

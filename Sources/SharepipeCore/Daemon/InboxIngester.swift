@@ -185,7 +185,10 @@ struct InboxIngester: Sendable {
         } catch let failure as ShareError where failure.errno == ENOENT {
             return .vanished
         } catch {
-            logger.error("inbox.reject_failed", [("code", .string(error.localizedDescription))])
+            let failure = error as? ShareError ?? ShareError(.io, "\(error)")
+            logger.error("inbox.reject_failed", [
+                ("code", .string(failure.code.rawValue)), ("message", .string(failure.message)),
+            ])
             return .deferred(.io)
         }
     }
