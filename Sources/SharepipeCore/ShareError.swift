@@ -17,6 +17,7 @@ public struct ShareError: Error, Sendable, Equatable, CustomStringConvertible {
         case io = "ERR_IO"
         case processorFailed = "ERR_PROCESSOR_FAILED"
         case notActivated = "ERR_NOT_ACTIVATED"
+        case notFound = "ERR_NOT_FOUND"
     }
 
     /// The stable code.

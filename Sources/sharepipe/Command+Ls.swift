@@ -73,7 +73,7 @@ struct LsCommand: Command {
         if json {
             try Output.printJSON(Report(shares: entries))
         } else if entries.isEmpty {
-            Output.write("no shares in \(spool.root)\n", to: .standardError)
+            Output.line("no shares in \(spool.root)")
         } else {
             printTable(entries)
         }

@@ -62,8 +62,7 @@ struct PurgeCommand: Command {
         } else {
             let left = try spool.shareIDs(in: .quarantine).count
             let plural = purged.count == 1 ? "" : "s"
-            Output.write(
-                "purged \(purged.count) quarantined share\(plural); \(left) left in quarantine\n", to: .standardError)
+            Output.line("purged \(purged.count) quarantined share\(plural); \(left) left in quarantine")
         }
         return .success
     }

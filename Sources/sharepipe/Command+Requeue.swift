@@ -9,7 +9,8 @@ struct RequeueCommand: Command {
     static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as \"sharepipe ls\" shows it.")]
     static let discussion = """
         The next consumer (a running daemon, or "sharepipe consume") processes it again with the same share and
-        file ids. Exit status 1 when the share is not in quarantine or the state directory cannot be used.
+        file ids. Exit status 1 when the share is not in quarantine (ERR_NOT_FOUND) or the state directory cannot be
+        used (ERR_CONTAINER_UNAVAILABLE).
         """
 
     /// The JSON shape.
@@ -37,17 +38,16 @@ struct RequeueCommand: Command {
         let spool = try Spool.openExisting(root: state)
         guard spool.stage(ofShare: shareID) == .quarantine else {
             if let stage = spool.stage(ofShare: shareID) {
-                Output.printError("share \(shareID) is in \(stage.rawValue), not in quarantine; nothing to requeue")
-            } else {
-                Output.printError("no share \(shareID) in \(spool.root); \"sharepipe ls\" lists the shares")
+                throw ShareError(
+                    .notFound, "share \(shareID) is in \(stage.rawValue), not in quarantine; nothing to requeue")
             }
-            return .failure
+            throw ShareError(.notFound, "no share \(shareID) in \(spool.root); \"sharepipe ls\" lists the shares")
         }
         try spool.requeue(shareID)
         if json {
             try Output.printJSON(Report(shareId: shareID, stage: Spool.Stage.incoming.rawValue))
         } else {
-            Output.write("requeued \(shareID): back in incoming\n", to: .standardError)
+            Output.line("requeued \(shareID): back in incoming")
         }
         return .success
     }
