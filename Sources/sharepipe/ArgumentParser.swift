@@ -215,6 +215,22 @@ struct OptionSpec: Sendable {
     var validate: @Sendable (String) throws -> Void
 }
 
+extension OptionSpec {
+    /// `--name` for a flag, `--name PLACEHOLDER` otherwise.
+    var synopsis: String {
+        "--\(name)" + (kind == .flag ? "" : " \(placeholder)")
+    }
+
+    /// The help text with the choices, list form and default, as `--help` and the man page show it.
+    var fullHelp: String {
+        var notes: [String] = []
+        if !choices.isEmpty { notes.append("one of: " + choices.joined(separator: ", ")) }
+        if kind == .list { notes.append("comma-separated, repeatable") }
+        if let value = defaultText { notes.append("default: \(value)") }
+        return help + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
+    }
+}
+
 /// A declared option: `Flag`, `Option` or `ListOption`. Commands list theirs in `options`.
 protocol OptionDeclaration: Sendable {
     /// The type-erased description used by the parser and the help text.
@@ -281,10 +297,13 @@ struct Positional: Sendable {
     var name: String
     var arity: Arity
     var help: String
+    /// The accepted words, when the argument is a choice; offered by shell completion.
+    var choices: [String]
 
-    init(_ name: String, _ arity: Arity = .one, help: String) {
+    init(_ name: String, _ arity: Arity = .one, choices: [String] = [], help: String) {
         self.name = name
         self.arity = arity
+        self.choices = choices
         self.help = help
     }
 
@@ -674,16 +693,7 @@ struct CommandLineTool: Sendable {
         if !command.positionals.isEmpty {
             text += "\narguments:\n" + Self.columns(command.positionals.map { ($0.name, $0.help) })
         }
-        let rows = command.options.map(\.spec).map { spec -> (String, String) in
-            var notes: [String] = []
-            if !spec.choices.isEmpty {
-                notes.append("one of: " + spec.choices.joined(separator: ", "))
-            }
-            if spec.kind == .list { notes.append("comma-separated, repeatable") }
-            if let value = spec.defaultText { notes.append("default: \(value)") }
-            let flag = "--\(spec.name)" + (spec.kind == .flag ? "" : " \(spec.placeholder)")
-            return (flag, spec.help + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"))
-        }
+        let rows = command.options.map(\.spec).map { spec in (spec.synopsis, spec.fullHelp) }
         text += "\noptions:\n" + Self.columns(rows + [("-h, --help", "Show this help.")])
         return text
     }

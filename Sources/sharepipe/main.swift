@@ -18,6 +18,8 @@ extension CommandLineTool {
             RequeueCommand.self,
             PurgeCommand.self,
             DoctorCommand.self,
+            CompletionsCommand.self,
+            ManpageCommand.self,
         ])
 }
 
