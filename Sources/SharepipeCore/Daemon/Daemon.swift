@@ -35,7 +35,7 @@ public struct Daemon: Sendable {
         -> any Processor
     {
         switch choice {
-        case .store(let output): StoreProcessor(output: output, registry: registry)
+        case .store(let output, let path): StoreProcessor(output: output, path: path, registry: registry)
         case .exec(let command, let timeout): ExecProcessor(command: command, timeout: timeout)
         case .discard: DiscardProcessor()
         }

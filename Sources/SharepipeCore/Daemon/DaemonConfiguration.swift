@@ -4,8 +4,8 @@ import Foundation
 public struct DaemonConfiguration: Sendable {
     /// What happens to a claimed share.
     public enum ProcessorChoice: Sendable, Equatable {
-        /// Move copies into `output/<group>/`.
-        case store(output: String)
+        /// Move copies into `output`, at the places `path` gives (by default `output/<group>/`).
+        case store(output: String, path: StorePath = .default)
         /// Run a shell command per copy.
         case exec(command: String, timeout: Duration)
         /// Record and delete.
@@ -63,8 +63,8 @@ extension DaemonConfiguration {
         }
         var fields: [(String, Logger.Value)] = [("inbox", absolute(inbox)), ("state", absolute(state))]
         switch processor {
-        case .store(let output):
-            fields += [("processor", "store"), ("output", absolute(output))]
+        case .store(let output, let path):
+            fields += [("processor", "store"), ("output", absolute(output)), ("store_path", .string(path.template))]
         case .exec(_, let timeout):
             fields += [("processor", "exec"), ("exec_timeout_ms", milliseconds(timeout))]
         case .discard:
