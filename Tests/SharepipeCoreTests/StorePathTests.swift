@@ -81,7 +81,8 @@ import Testing
         try await withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/elsewhere", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: dir + "/out", withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: dir + "/out/album", withDestinationPath: dir + "/elsewhere")
+            try FileManager.default.createSymbolicLink(
+                atPath: dir + "/out/album", withDestinationPath: dir + "/elsewhere")
             await #expect(throws: ShareError.self) {
                 _ = try await storeFolderShare(dir, folder: "album", template: "{folder}/{name}")
             }
