@@ -55,7 +55,9 @@ extension DaemonConfiguration {
     /// what it accepts: paths made absolute (configured paths are not user file names), limits in bytes and ms.
     var readyFields: [(String, Logger.Value)] {
         func absolute(_ path: String) -> Logger.Value {
-            .string(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+            guard !path.hasPrefix("/") else { return .string(path) }
+            let relative = path.hasPrefix("./") ? String(path.dropFirst(2)) : path
+            return .string(FileManager.default.currentDirectoryPath + "/" + relative)
         }
         func milliseconds(_ duration: Duration) -> Logger.Value {
             let (seconds, attoseconds) = duration.components
