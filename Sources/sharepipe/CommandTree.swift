@@ -14,7 +14,7 @@ struct CommandTree {
     }
 
     /// How a shell completes a value.
-    enum ValueCompletion: Equatable {
+    enum ValueCompletion {
         /// Free text: nothing to offer.
         case none
         case file
