@@ -5,7 +5,7 @@ import Testing
 /// anything is created; a valid one decides where `consume` stores each copy.
 @Suite(.timeLimit(.minutes(1))) struct StorePathCommandTests {
     @Test(arguments: [
-        ("../elsewhere/{name}", #"error: --store-path: "../elsewhere/{name}" has a .. segment: it would leave --output"#),
+        ("../out/{name}", #"error: --store-path: "../out/{name}" has a .. segment: it would leave --output"#),
         ("/tmp/{name}", #"error: --store-path: "/tmp/{name}" is absolute; it must be relative to --output"#),
         ("{group}", #"error: --store-path: the last segment of "{group}" must contain {name}"#),
     ])
