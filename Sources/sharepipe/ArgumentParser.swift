@@ -215,6 +215,22 @@ struct OptionSpec: Sendable {
     var validate: @Sendable (String) throws -> Void
 }
 
+extension OptionSpec {
+    /// `--name` for a flag, `--name PLACEHOLDER` otherwise.
+    var synopsis: String {
+        "--\(name)" + (kind == .flag ? "" : " \(placeholder)")
+    }
+
+    /// The help text with the choices, list form and default, as `--help` and the man page show it.
+    var fullHelp: String {
+        var notes: [String] = []
+        if !choices.isEmpty { notes.append("one of: " + choices.joined(separator: ", ")) }
+        if kind == .list { notes.append("comma-separated, repeatable") }
+        if let value = defaultText { notes.append("default: \(value)") }
+        return help + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))")
+    }
+}
+
 /// A declared option: `Flag`, `Option` or `ListOption`. Commands list theirs in `options`.
 protocol OptionDeclaration: Sendable {
     /// The type-erased description used by the parser and the help text.
@@ -281,10 +297,13 @@ struct Positional: Sendable {
     var name: String
     var arity: Arity
     var help: String
+    /// The accepted words, when the argument is a choice; offered by shell completion.
+    var choices: [String]
 
-    init(_ name: String, _ arity: Arity = .one, help: String) {
+    init(_ name: String, _ arity: Arity = .one, choices: [String] = [], help: String) {
         self.name = name
         self.arity = arity
+        self.choices = choices
         self.help = help
     }
 
@@ -306,6 +325,12 @@ protocol CommandNode: Sendable {
     static var name: String { get }
     /// One line for the command list.
     static var abstract: String { get }
+    /// Left out of help, completions and the man page (tools for packaging, such as `manpage`).
+    static var isHidden: Bool { get }
+}
+
+extension CommandNode {
+    static var isHidden: Bool { false }
 }
 
 /// A command word that only selects a subcommand, such as `types` in `sharepipe types show`.
@@ -512,6 +537,8 @@ struct CommandLineTool: Sendable {
     enum Invocation {
         /// Print this text on stdout and exit 0 (help, version).
         case text(String)
+        /// Print this help on stderr and exit 2: no command, or a command group without its subcommand.
+        case usage(String)
         /// Run this command; `usage` is its usage line, for errors thrown while it runs.
         case run(any Command, usage: String)
     }
@@ -521,44 +548,52 @@ struct CommandLineTool: Sendable {
     var abstract: String
     var commands: [any CommandNode.Type]
 
-    /// Runs the command line (without the program name) and returns the exit status.
+    /// The code a usage error carries in `--json` output; the SPEC's ERR_* codes are all about shares and files.
+    static let usageErrorCode = "ERR_USAGE"
+
+    /// Runs the command line (without the program name) and returns the exit status. Errors go to stderr; when
+    /// `--json` was given they are also printed on stdout as `{"error": {"code", "message"}}`.
     func run(_ arguments: [String]) async -> Int32 {
+        let json = arguments.prefix { $0 != "--" }.contains("--json")
         let invocation: Invocation
         do {
             invocation = try resolve(arguments)
         } catch let error as UsageError {
-            return usageFailure(error.message, usage: error.usage)
+            return usageFailure(error.message, usage: error.usage, json: json)
         } catch {
-            return failure(error)
+            return failure(error, json: json)
         }
         switch invocation {
         case .text(let text):
             Output.write(text, to: .standardOutput)
             return ExitCode.success.rawValue
+        case .usage(let text):
+            Output.write(text, to: .standardError)
+            return ExitCode.usage.rawValue
         case .run(let command, let usage):
             do {
                 return try await command.run().rawValue
             } catch let error as ValidationError {
-                return usageFailure(error.message, usage: usage)
+                return usageFailure(error.message, usage: usage, json: json)
             } catch {
-                return failure(error)
+                return failure(error, json: json)
             }
         }
     }
 
-    /// Anything but a usage error: `error: ERR_CODE: message` for a `ShareError`, exit 1.
-    private func failure(_ error: any Error) -> Int32 {
-        if let error = error as? ShareError {
-            Output.printError("\(error.code.rawValue): \(error.message)")
-        } else {
-            Output.printError("\(error)")
-        }
+    /// Anything but a usage error: `error: ERR_CODE: message`, exit 1; an error that is not a `ShareError` is
+    /// reported as ERR_IO, the SPEC's code for any other failure.
+    private func failure(_ error: any Error, json: Bool) -> Int32 {
+        let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
+        Output.printError("\(shareError.code.rawValue): \(shareError.message)")
+        if json { Output.printJSONError(code: shareError.code.rawValue, message: shareError.message) }
         return ExitCode.failure.rawValue
     }
 
-    private func usageFailure(_ message: String, usage: String) -> Int32 {
+    private func usageFailure(_ message: String, usage: String, json: Bool) -> Int32 {
         Output.printError(message)
         Output.write(usage + "\n", to: .standardError)
+        if json { Output.printJSONError(code: Self.usageErrorCode, message: message) }
         return ExitCode.usage.rawValue
     }
 
@@ -566,7 +601,9 @@ struct CommandLineTool: Sendable {
     func resolve(_ arguments: [String]) throws -> Invocation {
         var tokens = arguments[...]
         switch tokens.first {
-        case nil, "--help", "-h":
+        case nil:
+            return .usage(help(for: nil, path: []))
+        case "--help", "-h":
             return .text(help(for: nil, path: []))
         case "--version":
             return .text("\(name) \(version)\n")
@@ -594,7 +631,7 @@ struct CommandLineTool: Sendable {
         while let word = tokens.first {
             if word == "--help" || word == "-h" { return .text(help(for: group, path: path)) }
             guard let node = level.first(where: { $0.name == word }) else {
-                let known = level.map { $0.name }.joined(separator: ", ")
+                let known = level.filter { !$0.isHidden }.map { $0.name }.joined(separator: ", ")
                 let what = word.hasPrefix("-")
                     ? "unknown option \(word)" : "unknown command \(word.debugDescription); expected one of \(known)"
                 throw UsageError(
@@ -619,7 +656,7 @@ struct CommandLineTool: Sendable {
             group = node as? any CommandGroup.Type
             level = group?.subcommands ?? []
         }
-        return .text(help(for: group, path: path))
+        return .usage(help(for: group, path: path))
     }
 
     private func usageLine(for node: (any CommandNode.Type)?, path: [String]) -> String {
@@ -636,7 +673,7 @@ struct CommandLineTool: Sendable {
         guard let command = node as? any Command.Type else {
             // The whole tool's help lists every runnable command, groups spelled out: `types show`.
             func rows(_ level: [any CommandNode.Type], prefix: String) -> [(String, String)] {
-                level.flatMap { entry -> [(String, String)] in
+                level.filter { !$0.isHidden }.flatMap { entry -> [(String, String)] in
                     guard node == nil, let group = entry as? any CommandGroup.Type else {
                         return [(prefix + entry.name, entry.abstract)]
                     }
@@ -656,16 +693,7 @@ struct CommandLineTool: Sendable {
         if !command.positionals.isEmpty {
             text += "\narguments:\n" + Self.columns(command.positionals.map { ($0.name, $0.help) })
         }
-        let rows = command.options.map(\.spec).map { spec -> (String, String) in
-            var notes: [String] = []
-            if !spec.choices.isEmpty {
-                notes.append("one of: " + spec.choices.joined(separator: ", "))
-            }
-            if spec.kind == .list { notes.append("comma-separated, repeatable") }
-            if let value = spec.defaultText { notes.append("default: \(value)") }
-            let flag = "--\(spec.name)" + (spec.kind == .flag ? "" : " \(spec.placeholder)")
-            return (flag, spec.help + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))"))
-        }
+        let rows = command.options.map(\.spec).map { spec in (spec.synopsis, spec.fullHelp) }
         text += "\noptions:\n" + Self.columns(rows + [("-h, --help", "Show this help.")])
         return text
     }

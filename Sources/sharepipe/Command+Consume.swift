@@ -10,7 +10,7 @@ struct ConsumeCommand: Command {
         Starts with recovery: unpublished shares left in staging are deleted and shares whose claimer died go
         back to incoming. A failing share is retried after --retry-delay (doubling) and quarantined after
         --max-attempts; consume waits for its retries. SIGINT or SIGTERM stop claiming: shares in flight finish,
-        or go back to incoming without counting an attempt. The summary goes to stderr (--json: stdout).
+        or go back to incoming without counting an attempt. The summary goes to stdout; recovery notes to stderr.
         Exit status: 0 when no share was quarantined, 1 otherwise.
         """
 
@@ -80,9 +80,9 @@ struct ConsumeCommand: Command {
         }
         var line = "consumed: \(report.processed) processed, \(report.retried) retried, "
         let quarantined = "\(report.quarantined) quarantined"
-        line += report.quarantined > 0 ? Output.styled(quarantined, .red, for: .standardError) : quarantined
+        line += report.quarantined > 0 ? Output.styled(quarantined, .red, for: .standardOutput) : quarantined
         line += ", \(report.released) released"
-        Output.write(line + "\n", to: .standardError)
+        Output.line(line)
         if report.quarantined > 0 {
             Output.write(
                 "see \"sharepipe ls\" for the reasons; \"sharepipe requeue SHARE-ID\" tries a share again\n",

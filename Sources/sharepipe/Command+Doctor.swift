@@ -123,6 +123,6 @@ struct DoctorCommand: Command {
         let warned = checks.filter { $0.status == .warning }.count
         var summary = failed == 0 ? "all \(checks.count) checks passed" : "\(failed) of \(checks.count) checks failed"
         if warned > 0 { summary += ", \(warned) warning\(warned == 1 ? "" : "s")" }
-        Output.write("doctor: \(summary)\n", to: .standardError)
+        Output.line("doctor: \(summary)")
     }
 }

@@ -1,16 +1,41 @@
 import Foundation
 import SharepipeCore
 
-/// `sharepipe ls`: every unfinished share, stage by stage, with what its manifest and the ledger say about it.
+/// The inbox whose `.rejected/` folder `ls --rejected` and `purge --rejected` work on: `--inbox`, else the one in
+/// `--config` (read as the daemon reads it), else `./inbox`.
+enum RejectedOptions {
+    static let rejected = Flag("rejected", help: "Work on INBOX/.rejected/ (what the daemon could not ingest).")
+    static let inbox = Option(
+        "inbox", .path(placeholder: "DIR"), help: "With --rejected: the inbox (default: --config's, else ./inbox).")
+    static let config = Option(
+        "config", .path, help: "With --rejected: take the inbox from this daemon config file.")
+
+    static func resolveInbox(_ arguments: ParsedArguments) throws -> String {
+        if let inbox = arguments[inbox] { return inbox }
+        guard let path = arguments[config] else { return "inbox" }
+        let daemon = try ParsedArguments(parsing: ["--config=\(path)"], options: DaemonCommand.options, positionals: [])
+        return try DaemonCommand.settings(daemon).configuration.inbox
+    }
+}
+
+/// `sharepipe ls`: every unfinished share, stage by stage, with what its manifest and the ledger say about it; with
+/// `--rejected`, the inbox entries the daemon could not ingest.
 struct LsCommand: Command {
     static let name = "ls"
-    static let abstract = "List the shares in staging, incoming, processing and quarantine."
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let abstract = "List the shares in staging, incoming, processing and quarantine, or rejected drops."
+    static let options: [any OptionDeclaration] = [
+        ProcessorOptions.state, RejectedOptions.rejected, RejectedOptions.inbox, RejectedOptions.config,
+        CommonOptions.json,
+    ]
     static let discussion = """
         One row per share directory, stage by stage, oldest first: attachments copied, bytes, age, processor
-        attempts and the attachments' suggested names (the local operator's view: names come from the manifests
-        and are shown here, never logged). Quarantined shares also show why they failed. The state directory must
-        exist: ls never creates it (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+        attempts and the names of the copied attachments (the local operator's view: names come from the manifests
+        and are shown here, never logged); failed attachments are counted, not named. Quarantined shares also show
+        why they failed. The state directory must exist: ls never creates it (a missing one is
+        ERR_CONTAINER_UNAVAILABLE, exit 1).
+
+        With --rejected: one row per entry of INBOX/.rejected/, oldest rejection first, with its size, age, code
+        and message from its .reason.json. A missing .rejected/ means nothing was rejected: an empty list.
         """
 
     /// The JSON shape: `{"shares": [Entry]}`, every key always present.
@@ -33,13 +58,16 @@ struct LsCommand: Command {
         /// Seconds until a share waiting for a retry may be claimed again; null when it may be now.
         var retryInSeconds: Int?
         var sourceApp: String?
+        /// The suggested names of the copied attachments.
         var suggestedNames: [String]
+        /// Attachments that failed to load (named nowhere here).
+        var failed: Int
         /// The last attempt's error, for a quarantined share.
         var reason: String?
 
         enum CodingKeys: String, CodingKey {
             case shareId, stage, attachments, bytes, createdAt, ageSeconds, attempts, lastCode, retryInSeconds
-            case sourceApp, suggestedNames, reason
+            case sourceApp, suggestedNames, failed, reason
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -55,25 +83,65 @@ struct LsCommand: Command {
             try container.encode(retryInSeconds, forKey: .retryInSeconds)
             try container.encode(sourceApp, forKey: .sourceApp)
             try container.encode(suggestedNames, forKey: .suggestedNames)
+            try container.encode(failed, forKey: .failed)
             try container.encode(reason, forKey: .reason)
         }
     }
 
+    /// The JSON shape of `--rejected`: `{"rejected": [RejectedEntry]}`.
+    struct RejectedReport: Encodable {
+        var rejected: [RejectedEntry]
+    }
+
+    /// One rejected inbox entry; every key always present.
+    struct RejectedEntry: Encodable {
+        var name: String
+        var kind: String
+        var bytes: Int64
+        var rejectedAt: String
+        var ageSeconds: Int
+        var code: String?
+        var message: String?
+
+        enum CodingKeys: String, CodingKey {
+            case name, kind, bytes, rejectedAt, ageSeconds, code, message
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(bytes, forKey: .bytes)
+            try container.encode(rejectedAt, forKey: .rejectedAt)
+            try container.encode(ageSeconds, forKey: .ageSeconds)
+            try container.encode(code, forKey: .code)
+            try container.encode(message, forKey: .message)
+        }
+    }
+
     let state: String
+    /// The inbox, with `--rejected`.
+    let rejectedInbox: String?
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
         state = ProcessorOptions.stateDirectory(arguments)
+        rejectedInbox = arguments[RejectedOptions.rejected] ? try RejectedOptions.resolveInbox(arguments) : nil
+        for option in [RejectedOptions.inbox, RejectedOptions.config]
+        where rejectedInbox == nil && arguments.isSpecified(option) {
+            throw ValidationError(option: option, "only used with --rejected")
+        }
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
+        if let rejectedInbox { return try listRejected(RejectedFolder(inbox: rejectedInbox)) }
         let spool = try Spool.openExisting(root: state)
         let entries = try Self.entries(spool)
         if json {
             try Output.printJSON(Report(shares: entries))
         } else if entries.isEmpty {
-            Output.write("no shares in \(spool.root)\n", to: .standardError)
+            Output.line("no shares in \(spool.root)")
         } else {
             printTable(entries)
         }
@@ -91,6 +159,7 @@ struct LsCommand: Command {
                 // Staging may have no manifest yet, and a share can move on between the listing and the read.
                 let manifest = try? spool.manifest(stage, shareID)
                 let copied = manifest?.attachments.filter { $0.status == .copied }
+                let failed = manifest?.attachments.filter { $0.status == .failed }.count ?? 0
                 let retry = listing?.notBefore.map { Int(($0.timeIntervalSince(now)).rounded(.up)) }
                 entries.append(Entry(
                     shareId: shareID, stage: stage.rawValue,
@@ -100,7 +169,7 @@ struct LsCommand: Command {
                     attempts: listing?.attempts ?? 0, lastCode: listing?.lastCode?.rawValue,
                     retryInSeconds: stage == .incoming ? retry.flatMap { $0 > 0 ? $0 : nil } : nil,
                     sourceApp: manifest?.sourceApp,
-                    suggestedNames: manifest?.attachments.compactMap(\.suggestedName) ?? [],
+                    suggestedNames: copied?.compactMap(\.suggestedName) ?? [], failed: failed,
                     reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil))
             }
         }
@@ -111,10 +180,11 @@ struct LsCommand: Command {
         let rows = entries.map { entry -> [String] in
             var attempts = String(entry.attempts)
             if let retry = entry.retryInSeconds { attempts += " (retry in \(formatAge(seconds: retry)))" }
+            var names = entry.suggestedNames.map(displayName).joined(separator: ", ")
+            if entry.failed > 0 { names += (names.isEmpty ? "" : " ") + "(+\(entry.failed) failed)" }
             return [
                 entry.stage, entry.shareId, String(entry.attachments), Output.formatBytes(entry.bytes),
-                entry.ageSeconds.map { formatAge(seconds: $0) } ?? "-", attempts,
-                entry.suggestedNames.isEmpty ? "-" : entry.suggestedNames.joined(separator: ", "),
+                entry.ageSeconds.map { formatAge(seconds: $0) } ?? "-", attempts, names.isEmpty ? "-" : names,
             ]
         }
         Output.write(Output.table(rows, header: ["STAGE", "SHARE", "FILES", "SIZE", "AGE", "ATTEMPTS", "NAMES"]))
@@ -125,4 +195,37 @@ struct LsCommand: Command {
             Output.write(Output.table(reasons.map { ["  " + $0.0, $0.1] }))
         }
     }
+}
+
+extension LsCommand {
+    private func listRejected(_ folder: RejectedFolder) throws -> ExitCode {
+        let now = Date()
+        let entries = try folder.entries().map { entry in
+            RejectedEntry(
+                name: entry.name, kind: entry.isFolder ? "folder" : "file", bytes: entry.bytes,
+                rejectedAt: entry.rejectedAtText, ageSeconds: secondsSince(entry.rejectedAt, now: now),
+                code: entry.code, message: entry.message)
+        }
+        if json {
+            try Output.printJSON(RejectedReport(rejected: entries))
+        } else if entries.isEmpty {
+            Output.line("nothing rejected in \(folder.path)")
+        } else {
+            let rows = entries.map { entry in
+                [
+                    displayName(entry.name) + (entry.kind == "folder" ? "/" : ""), Output.formatBytes(entry.bytes),
+                    formatAge(seconds: entry.ageSeconds), entry.code ?? "-", entry.message ?? "(no reason file)",
+                ]
+            }
+            Output.write(Output.table(rows, header: ["NAME", "SIZE", "AGE", "CODE", "MESSAGE"]))
+        }
+        return .success
+    }
+}
+
+/// A file name fit for one table cell: control characters (a newline in a name) shown as `?`.
+func displayName(_ name: String) -> String {
+    String(String.UnicodeScalarView(name.unicodeScalars.map {
+        $0.properties.generalCategory == .control ? "?" : $0
+    }))
 }

@@ -19,42 +19,70 @@ extension ValueParser where Value == Duration {
     }
 }
 
-/// `sharepipe purge --quarantine`: deletes quarantined shares, all of them or those older than a duration.
+/// `sharepipe purge --quarantine | --rejected`: deletes quarantined shares or rejected inbox entries, all of them
+/// or those older than a duration.
 struct PurgeCommand: Command {
-    static let quarantine = Flag("quarantine", help: "Delete quarantined shares (required: the only thing purge does).")
+    static let quarantine = Flag("quarantine", help: "Delete quarantined shares.")
     static let olderThan = Option(
         "older-than", .duration,
-        help: "Only shares quarantined at least this long ago, such as 12h or 7d (default: all of them).")
+        help: "Only what was quarantined or rejected at least this long ago, such as 12h or 7d (default: all).")
 
     static let name = "purge"
-    static let abstract = "Delete quarantined shares, all of them or those older than a duration."
-    static let options: [any OptionDeclaration] = [quarantine, olderThan, ProcessorOptions.state, CommonOptions.json]
-    static let usage = "--quarantine [--older-than DURATION] [options]"
+    static let abstract = "Delete quarantined shares or rejected drops, all of them or those older than a duration."
+    static let options: [any OptionDeclaration] = [
+        quarantine, RejectedOptions.rejected, olderThan, ProcessorOptions.state, RejectedOptions.inbox,
+        RejectedOptions.config, CommonOptions.json,
+    ]
+    static let usage = "(--quarantine | --rejected) [--older-than DURATION] [options]"
     static let discussion = """
-        The copies and reason.json of each share are deleted for good; the ledger keeps a record that they were.
-        A running consumer also purges quarantined shares after a week. The state directory must exist (a missing
-        one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+        --quarantine: the copies and reason.json of each share are deleted for good; the ledger keeps a record
+        that they were. A running consumer also purges quarantined shares after a week. The state directory must
+        exist (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+
+        --rejected: each entry of INBOX/.rejected/ and its .reason.json are deleted for good; the age counts from
+        when the reason file was written. The daemon never empties this folder by itself.
         """
 
-    /// The JSON shape: the ids deleted.
+    /// The JSON shape: the share ids (--quarantine) or the entry names (--rejected) deleted.
     struct Report: Encodable {
         var purged: [String]
     }
 
     let olderThan: Duration?
     let state: String
+    /// The inbox, with `--rejected`.
+    let rejectedInbox: String?
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
-        guard arguments[Self.quarantine] else {
-            throw ValidationError(option: Self.quarantine, "required: purge only deletes quarantined shares")
+        let rejected = arguments[RejectedOptions.rejected]
+        guard arguments[Self.quarantine] != rejected else {
+            throw ValidationError(
+                rejected ? "give --quarantine or --rejected, not both" : "missing --quarantine or --rejected")
         }
         olderThan = arguments[Self.olderThan]
         state = ProcessorOptions.stateDirectory(arguments)
+        rejectedInbox = rejected ? try RejectedOptions.resolveInbox(arguments) : nil
+        for option in [RejectedOptions.inbox, RejectedOptions.config]
+        where !rejected && arguments.isSpecified(option) {
+            throw ValidationError(option: option, "only used with --rejected")
+        }
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
+        if let rejectedInbox {
+            let folder = RejectedFolder(inbox: rejectedInbox)
+            let purged = try folder.purge(olderThan: olderThan)
+            if json {
+                try Output.printJSON(Report(purged: purged))
+            } else {
+                let left = try folder.entries().count
+                let plural = purged.count == 1 ? "y" : "ies"
+                Output.line("purged \(purged.count) rejected entr\(plural); \(left) left in \(folder.path)")
+            }
+            return .success
+        }
         let spool = try Spool.openExisting(root: state)
         let purged = try spool.purgeQuarantine(olderThan: olderThan)
         if json {
@@ -62,8 +90,7 @@ struct PurgeCommand: Command {
         } else {
             let left = try spool.shareIDs(in: .quarantine).count
             let plural = purged.count == 1 ? "" : "s"
-            Output.write(
-                "purged \(purged.count) quarantined share\(plural); \(left) left in quarantine\n", to: .standardError)
+            Output.line("purged \(purged.count) quarantined share\(plural); \(left) left in quarantine")
         }
         return .success
     }

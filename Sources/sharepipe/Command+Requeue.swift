@@ -9,8 +9,8 @@ struct RequeueCommand: Command {
     static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as \"sharepipe ls\" shows it.")]
     static let discussion = """
         The next consumer (a running daemon, or "sharepipe consume") processes it again with the same share and
-        file ids. Exit status 1 when the state directory cannot be used, and with ERR_NOT_FOUND when no share with
-        that id is in quarantine (unknown, or in another stage).
+        file ids. Exit status 1 when the share is not in quarantine (ERR_NOT_FOUND) or the state directory cannot be
+        used (ERR_CONTAINER_UNAVAILABLE).
         """
 
     /// The JSON shape.
@@ -47,7 +47,7 @@ struct RequeueCommand: Command {
         if json {
             try Output.printJSON(Report(shareId: shareID, stage: Spool.Stage.incoming.rawValue))
         } else {
-            Output.write("requeued \(shareID): back in incoming\n", to: .standardError)
+            Output.line("requeued \(shareID): back in incoming")
         }
         return .success
     }

@@ -56,9 +56,11 @@ struct ShareCommand: Command {
         that names an existing file is always a PATH, even when it contains "="; otherwise the text after the last \
         "=" is the type list. share copies the files and never moves or deletes them.
 
-        The receipt goes to stderr as a table (index, suggested name, chosen type, size, result); with --json it \
-        goes to stdout as {"shareId", "status", "attachments": [...]}, each attachment shaped as in \
-        manifest.json, plus "error" when the whole share failed.
+        The receipt goes to stdout as a table (index, suggested name, chosen type, size, result); with --json \
+        as {"shareId", "status", "attachments": [...]}, each attachment shaped as in manifest.json, plus \
+        "error": {"code", "message"} when the whole share failed or was refused (also printed on stderr). A \
+        provider that has not called back after 3 seconds is announced on stderr: which attachment, which type, \
+        and the time left before ERR_TIMEOUT.
 
         A scenario is a JSON object: "sourceApp" and "attachments", each with "suggestedName" and \
         "representations"; a representation has "type" (required), "kind" (file or data, default file), "path" \
@@ -145,6 +147,9 @@ struct ShareCommand: Command {
             Output.printWarning("--accept: \(type.debugDescription) is not a declared type identifier")
         }
         let receipt = try await receipt()
+        if let error = receipt.error {
+            Output.printError("\(error.code.rawValue): \(error.message)")
+        }
         if json {
             try Output.printJSON(receipt)
         } else {
@@ -164,7 +169,11 @@ struct ShareCommand: Command {
             providers = scenario.makeProviders()
             sourceApp = sourceApp ?? scenario.sourceApp
         }
-        return try await share(providers, sourceApp: sourceApp)
+        let expected = expectedBytes(providers)
+        let watched = providers.enumerated().map { index, provider -> any ItemProvider in
+            ProviderWatch(base: provider, index: index, timeout: configuration.loadTimeout)
+        }
+        return try await share(watched, sourceApp: sourceApp, expectedBytes: expected)
     }
 
     private func isKnown(_ type: String) -> Bool {
@@ -172,7 +181,9 @@ struct ShareCommand: Command {
     }
 
     /// Checks activation, opens the spool and loads; a share that cannot start still gets a receipt.
-    private func share(_ providers: [any ItemProvider], sourceApp: String?) async throws -> ShareReceipt {
+    private func share(_ providers: [any ItemProvider], sourceApp: String?, expectedBytes: Int64) async throws
+        -> ShareReceipt
+    {
         if let rule {
             let result = rule.evaluate(providers.map(\.registeredTypeIdentifiers), registry: registry)
             if !result.activated {
@@ -187,7 +198,7 @@ struct ShareCommand: Command {
             let shareError = error as? ShareError ?? ShareError(.containerUnavailable, "\(error)")
             return try ShareReceipt.refused(.failed, shareError, providers: providers)
         }
-        let progress = ShareProgress(total: expectedBytes(providers), count: providers.count)
+        let progress = ShareProgress(total: expectedBytes, count: providers.count)
         var configuration = configuration
         configuration.progress = { index, bytes in progress.update(index: index, bytes: bytes) }
         let receipt = await ShareLoader(spool: spool, registry: registry, configuration: configuration)
@@ -221,7 +232,7 @@ struct ShareCommand: Command {
     // MARK: - Human receipt
 
     private func printReceipt(_ receipt: ShareReceipt) {
-        let stream = Output.Stream.standardError
+        let stream = Output.Stream.standardOutput
         let copied = receipt.attachments.filter { $0.status == .copied }.count
         let summary: String
         switch receipt.status {

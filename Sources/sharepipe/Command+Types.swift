@@ -84,8 +84,7 @@ struct TypesShowCommand: Command {
 
     func run() throws -> ExitCode {
         guard let report = report() else {
-            Output.printError("unknown type identifier \(type.debugDescription)")
-            return .failure
+            throw ShareError(.notFound, "unknown type identifier \(type.debugDescription)")
         }
         if json {
             try Output.printJSON(report)

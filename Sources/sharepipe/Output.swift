@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// Where the command line writes: JSON and answers on stdout, errors, receipts and progress on stderr. Colour and
-/// progress only appear on a terminal, and never when `NO_COLOR` is set or `TERM` is `dumb`.
+/// Where the command line writes: a command's result (human or JSON) on stdout; progress, warnings and errors on
+/// stderr. Colour and progress only appear on a terminal, and never when `NO_COLOR` is set or `TERM` is `dumb`.
 enum Output {
     /// One of the two output streams.
     enum Stream: Sendable {
@@ -40,6 +40,21 @@ enum Output {
     /// Writes a value as JSON on stdout: sorted keys, indented, slashes unescaped, one trailing newline.
     static func printJSON(_ value: some Encodable) throws {
         write(try jsonText(value) + "\n", to: .standardOutput)
+    }
+
+    /// Writes the `--json` form of an error on stdout: `{"error": {"code", "message"}}`.
+    static func printJSONError(code: String, message: String) {
+        struct Body: Encodable {
+            var code: String
+            var message: String
+        }
+        struct Shape: Encodable {
+            var error: Body
+        }
+        // Two strings always encode; nothing can be lost here.
+        if let text = try? jsonText(Shape(error: Body(code: code, message: message))) {
+            write(text + "\n", to: .standardOutput)
+        }
     }
 
     /// The JSON text `printJSON` writes, without the newline.

@@ -22,6 +22,12 @@ enum ProcessorOptions {
     static let output = Option(
         "output", .path(placeholder: "DIR"), default: "./processed",
         help: "Where store moves copies: DIR/image, video, audio, pdf, text, archive or other.")
+    /// `--store-path TEMPLATE`, where `store` puts each copy under `--output`.
+    static let storePath = Option(
+        "store-path", .storePath, default: StorePath.default.template,
+        help: "Where store puts each copy under --output: a relative path with the fields {group}, {share}, "
+            + "{folder} (the dropped folder's name), {name} and {date} (YYYY-MM-DD); e.g. {folder}/{name} keeps a "
+            + "dropped folder together. A segment that comes out empty is left out; the last must contain {name}.")
     /// `--exec CMD`, required by `--processor exec`.
     static let exec = Option(
         "exec", .string(placeholder: "CMD"),
@@ -44,7 +50,7 @@ enum ProcessorOptions {
 
     /// The processor, worker and retry flags, without `--state` (for a command that places `state` itself).
     static let processorOptions: [any OptionDeclaration] = [
-        processor, output, exec, execTimeout, workers, maxAttempts, retryDelay,
+        processor, output, storePath, exec, execTimeout, workers, maxAttempts, retryDelay,
     ]
 
     /// `--state` and every processor flag, in the order help lists them.
@@ -66,7 +72,7 @@ enum ProcessorOptions {
         }
         switch kind {
         case .store:
-            return .store(output: arguments[output] ?? "./processed")
+            return .store(output: arguments[output] ?? "./processed", path: arguments[storePath] ?? .default)
         case .discard:
             return .discard
         case .exec:
@@ -87,5 +93,18 @@ enum ProcessorOptions {
         configuration.maxAttempts = arguments[maxAttempts] ?? configuration.maxAttempts
         if let delay = arguments[retryDelay] { configuration.retryDelay = .milliseconds(delay) }
         return configuration
+    }
+}
+
+extension ValueParser where Value == StorePath {
+    /// A `--store-path` template; one that could lead outside `--output` is refused.
+    static var storePath: ValueParser<StorePath> {
+        ValueParser(placeholder: "TEMPLATE") { text in
+            do {
+                return try StorePath(text)
+            } catch let error as StorePath.Invalid {
+                throw ValidationError(error.message)
+            }
+        }
     }
 }

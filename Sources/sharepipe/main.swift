@@ -21,6 +21,8 @@ extension CommandLineTool {
             PurgeCommand.self,
             DoctorCommand.self,
             MatrixCommand.self,
+            CompletionsCommand.self,
+            ManpageCommand.self,
         ])
 }
 

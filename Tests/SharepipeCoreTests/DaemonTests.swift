@@ -90,13 +90,48 @@ import Testing
         }
     }
 
+    @Test func rejectionsSurviveIgnoreRulesThatDoNotHideThem() async throws {
+        try await withTemporaryDirectory { dir in
+            var configuration = configuration(dir)
+            configuration.oneshot = true
+            configuration.ignore = ["*.bak"]
+            let inbox = configuration.inbox
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: fixture("hostile/lying.jpg"), toPath: inbox + "/lying.jpg")
+            #expect(try await Daemon(configuration: configuration, logger: Logger(level: .error)).run() == 4)
+            let before = try System.listDirectory(inbox + "/.rejected").sorted()
+            let reason = try System.readFile(inbox + "/.rejected/lying.jpg.reason.json")
+            #expect(before == ["lying.jpg", "lying.jpg.reason.json"])
+
+            // A second run, a doctor probe lying around and a new drop: only the drop is ingested.
+            try writeFile(inbox + "/.sharepipe-probe-1.tmp", "")
+            try writeFile(inbox + "/old.bak", "backup")
+            try writeFile(inbox + "/note.txt", "note")
+            #expect(try await Daemon(configuration: configuration, logger: Logger(level: .error)).run() == 0)
+            #expect(try System.listDirectory(inbox + "/.rejected").sorted() == before)
+            #expect(try System.readFile(inbox + "/.rejected/lying.jpg.reason.json") == reason)
+            #expect(try System.listDirectory(inbox).sorted() == [".rejected", ".sharepipe-probe-1.tmp", "old.bak"])
+            #expect(files(under: dir + "/processed") == ["text/note.txt"])
+        }
+    }
+
     @Test func liveDaemonIngestsDropsAndStopsOnCancellation() async throws {
         try await withTemporaryDirectory { dir in
             var configuration = configuration(dir)
             configuration.processor = .discard
-            let daemon = Daemon(configuration: configuration, logger: Logger(level: .error))
+            let lines = Mutex<[String]>([])
+            let logger = Logger(level: .info, sink: { line in lines.withLock { $0.append(line) } })
+            let daemon = Daemon(configuration: configuration, logger: logger)
             let task = Task { try await daemon.run() }
-            try await Task.sleep(for: .milliseconds(300))
+            // The inbox exists and is watched once the daemon says it is ready; drops before that could be missed.
+            let readyBy = ContinuousClock.now + .seconds(20)
+            func readyLine() -> String? { lines.withLock { $0.first { $0.contains("event=daemon.ready") } } }
+            while ContinuousClock.now < readyBy && readyLine() == nil {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let ready = try #require(readyLine())
+            #expect(ready.contains("inbox=\(configuration.inbox)") && ready.contains("state=\(configuration.state)"))
+            #expect(ready.contains("processor=discard") && ready.contains("accept=public.item"))
             for index in 0..<20 {
                 try writeFile(configuration.inbox + "/note-\(index).txt", "note \(index)")
             }

@@ -79,6 +79,12 @@ private func helpText(_ arguments: [String]) throws -> String {
     return text
 }
 
+/// The help printed on stderr, with exit status 2, for a command line that names no runnable command.
+private func usageText(_ arguments: [String]) throws -> String {
+    guard case .usage(let text) = try tool.resolve(arguments) else { throw SupportError("expected usage") }
+    return text
+}
+
 @Suite struct ArgumentParserTests {
     @Test func valuesWithEqualsOrSpace() throws {
         let spaced = try parse(["--policy", "all-or-nothing", "--state", "/tmp/s", "--max-file-size", "10M"])
@@ -201,7 +207,8 @@ private func helpText(_ arguments: [String]) throws -> String {
 
     @Test func helpAndVersion() throws {
         #expect(try helpText(["--version"]) == "sharepipe 9.8.7\n")
-        for arguments in [[], ["help"], ["--help"], ["-h"]] {
+        #expect(try usageText([]) == helpText(["--help"]))
+        for arguments in [["help"], ["--help"], ["-h"]] {
             let top = try helpText(arguments)
             #expect(top.hasPrefix("usage: sharepipe COMMAND [options]\n"))
             #expect(top.contains("sample") && top.contains("A command for parser tests."))
@@ -220,7 +227,8 @@ private func helpText(_ arguments: [String]) throws -> String {
         ] {
             #expect(sample.contains(expected), "help lacks \(expected)")
         }
-        #expect(try helpText(["group"]).contains("pair"))
+        #expect(try usageText(["group"]) == helpText(["group", "--help"]))
+        #expect(try usageText(["group"]).contains("pair"))
         #expect(try helpText(["group", "--help"]) == helpText(["help", "group"]))
         #expect(try helpText(["help", "group", "pair"]).hasPrefix("usage: sharepipe group pair LEFT RIGHT\n"))
         #expect(usageError(["help", "nothing"])?.message == "unknown command \"nothing\"")

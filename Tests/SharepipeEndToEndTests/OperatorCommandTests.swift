@@ -30,8 +30,8 @@ struct OperatorCommandTests {
 
             let again = try runSharepipe(["consume", "--state", state, "--output", dir + "/out"])
             #expect(again.status == 0)
-            #expect(again.stdout.isEmpty)
-            #expect(again.stderr.contains("0 processed"))
+            #expect(again.stdout == "consumed: 0 processed, 0 retried, 0 quarantined, 0 released\n")
+            #expect(again.stderr.isEmpty)
         }
     }
 
@@ -110,7 +110,7 @@ struct OperatorCommandTests {
             for share in shares {
                 #expect(Set(share.keys) == [
                     "shareId", "stage", "attachments", "bytes", "createdAt", "ageSeconds", "attempts", "lastCode",
-                    "retryInSeconds", "sourceApp", "suggestedNames", "reason",
+                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason",
                 ])
             }
             let byID = Dictionary(uniqueKeysWithValues: shares.map { ($0["shareId"] as? String ?? "", $0) })
@@ -150,7 +150,12 @@ struct OperatorCommandTests {
                 let result = try runSharepipe(command + ["--state", state])
                 #expect(result.status == 1, "\(command)")
                 #expect(result.stderr.contains("ERR_CONTAINER_UNAVAILABLE"), "\(command)")
-                #expect(result.stdout.isEmpty, "\(command)")
+                if command.contains("--json") {
+                    let error = try #require(try result.jsonObject["error"] as? [String: String], "\(command)")
+                    #expect(error["code"] == "ERR_CONTAINER_UNAVAILABLE", "\(command)")
+                } else {
+                    #expect(result.stdout.isEmpty, "\(command)")
+                }
                 #expect(!FileManager.default.fileExists(atPath: state), "\(command)")
             }
         }
@@ -168,7 +173,7 @@ struct OperatorCommandTests {
             // Share ids are accepted in any case.
             let result = try runSharepipe(["requeue", shareID.lowercased(), "--state", state])
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.stderr.contains("requeued \(shareID)"))
+            #expect(result.stdout == "requeued \(shareID): back in incoming\n")
             #expect(names(state + "/quarantine").isEmpty)
             #expect(names(state + "/incoming") == [shareID])
             #expect(!names(state + "/incoming/" + shareID).contains("reason.json"))
@@ -245,7 +250,7 @@ struct OperatorCommandTests {
             let used = try runSharepipe(["doctor", "--state", state, "--inbox", inbox])
             #expect(used.status == 0, "\(used.stdout)")
             #expect(used.stdout.contains("one file system"))
-            #expect(used.stderr.contains("checks passed"))
+            #expect(used.stdout.contains("doctor: all 6 checks passed"))
             #expect(names(state).allSatisfy { !$0.hasPrefix(".sharepipe-probe") })
         }
     }
@@ -268,7 +273,7 @@ struct OperatorCommandTests {
             #expect(human.status == 1)
             let line = human.stdout.split(separator: "\n").first { $0.contains("state-directory") }
             #expect(line?.hasPrefix("FAIL") == true)
-            #expect(human.stderr.contains("1 of 7 checks failed"))
+            #expect(human.stdout.contains("1 of 7 checks failed"))
         }
     }
 

@@ -47,14 +47,14 @@ struct ShareCommandTests {
         }
     }
 
-    @Test func humanReceiptIsATableOnStderr() async throws {
+    @Test func humanReceiptIsATableOnStdout() async throws {
         try await withTemporaryDirectory { dir in
             let result = try runSharepipe([
                 "share", "--state", dir + "/state", fixturePath("files/photo.jpg"), fixturePath("hostile/lying.jpg"),
             ])
             #expect(result.status == 3)
-            #expect(result.stdout.isEmpty)
-            let lines = result.stderr.split(separator: "\n").map(String.init)
+            #expect(result.stderr.isEmpty)
+            let lines = result.stdout.split(separator: "\n").map(String.init)
             #expect(lines.first?.hasPrefix("share ") == true)
             #expect(lines.first?.contains("partial, 1 of 2 copied into") == true)
             #expect(lines.contains { $0.hasPrefix("#") && $0.contains("name") && $0.contains("result") })
@@ -64,7 +64,7 @@ struct ShareCommandTests {
             })
             #expect(lines.contains { $0.hasPrefix("1: ERR_TYPE_MISMATCH: ") })
             // Not a terminal: no colour.
-            #expect(!result.stderr.contains("\u{1B}["))
+            #expect(!result.stdout.contains("\u{1B}["))
         }
     }
 
@@ -252,7 +252,9 @@ struct ShareCommandTests {
             let path = try writeFile(dir + "/s.json", scenario)
             let result = try runSharepipe(["share", "--state", dir + "/state", "--json", "--scenario", path])
             #expect(result.status == 2)
-            #expect(result.stdout.isEmpty)
+            let error = try #require(try result.jsonObject["error"] as? [String: String])
+            #expect(error["code"] == "ERR_USAGE")
+            #expect(error["message"]?.contains(message) == true)
             let lines = result.stderr.split(separator: "\n").map(String.init)
             #expect(lines.count == 2)
             #expect(lines.first?.hasPrefix("error: ") == true)
@@ -323,8 +325,8 @@ struct ShareCommandTests {
 
             let human = try runSharepipe(["share", "--state", blocker + "/state", fixturePath("files/photo.jpg")])
             #expect(human.status == 1)
-            #expect(human.stderr.contains("failed"))
-            #expect(human.stderr.contains("ERR_CONTAINER_UNAVAILABLE: "))
+            #expect(human.stdout.contains("failed"))
+            #expect(human.stderr.hasPrefix("error: ERR_CONTAINER_UNAVAILABLE: "))
         }
     }
 

@@ -58,7 +58,7 @@ struct TypesCommandTests {
         let result = try runSharepipe(["types", "show", "com.example.nothing"])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr == "error: unknown type identifier \"com.example.nothing\"\n")
+        #expect(result.stderr == "error: ERR_NOT_FOUND: unknown type identifier \"com.example.nothing\"\n")
     }
 
     @Test func conformsExitsZeroOrOne() throws {
@@ -214,7 +214,7 @@ struct TypesCommandTests {
         #expect(group.status == 0)
         for (name, _) in subcommands { #expect(group.stdout.contains("  \(name) ")) }
 
-        for arguments in [[], ["help"], ["--help"]] {
+        for arguments in [["help"], ["--help"]] {
             let top = try runSharepipe(arguments)
             #expect(top.status == 0)
             #expect(top.stdout.hasPrefix("usage: sharepipe COMMAND [options]"))

@@ -1,7 +1,9 @@
+import Foundation
 import Glibc
 
 /// Moves each copy into `OUTPUT/<group>/` — group by conformance: image, video, audio, pdf, text, archive, other —
-/// under a name built from the suggested name, sanitised, and made unique as `name (1).ext`, `name (2).ext` …
+/// under a name built from the suggested name, sanitised, and made unique as `name (1).ext`, `name (2).ext` …; or,
+/// with a `StorePath` template, wherever the template puts it under `OUTPUT` (never outside it).
 ///
 /// It never overwrites (every final name is made with `renameat2(RENAME_NOREPLACE)` or `link`, which fail when the
 /// name exists) and never follows a symlink inside the output tree (each group directory is opened with
@@ -16,6 +18,8 @@ import Glibc
 public struct StoreProcessor: Processor {
     /// The output directory (`--output`).
     public let output: String
+    /// Where each copy goes under `output` (`--store-path`).
+    public let path: StorePath
     /// Types and conformance, to choose the group.
     public let registry: TypeRegistry
 
@@ -25,22 +29,52 @@ public struct StoreProcessor: Processor {
         ("text", "public.text"), ("archive", "public.archive"),
     ]
 
-    /// A processor storing into `output`, created when missing.
-    public init(output: String, registry: TypeRegistry = .standard) {
+    /// A processor storing into `output`, created when missing, at the places `path` gives.
+    public init(output: String, path: StorePath = .default, registry: TypeRegistry = .standard) {
         self.output = output
+        self.path = path
         self.registry = registry
     }
 
-    /// Stores every copy of the share; the group directories are fsynced before it returns.
+    /// Stores every copy of the share; the directories they went to are fsynced before it returns.
     public func process(_ share: ClaimedShare) async throws {
         try System.makeDirectories(output, mode: 0o755)
         let root = try FileDescriptor.open(output, flags: O_RDONLY | O_DIRECTORY)
-        let grouped = Dictionary(grouping: share.attachments) { group(for: $0.typeIdentifier) }
-        for (group, attachments) in grouped.sorted(by: { $0.key < $1.key }) {
-            let directory = try Self.openGroup(group, in: root.rawValue)
-            for attachment in attachments { try store(attachment, in: directory.rawValue) }
+        let date = Self.day(of: share.manifest.createdAt)
+        let folder = share.manifest.folder.map { Self.sanitizedName($0, fallback: "folder") } ?? ""
+        let placed = share.attachments.map { attachment in
+            let name = Self.sanitizedName(attachment.suggestedName, fallback: attachment.path.lastComponent)
+            let components = path.components([
+                .group: group(for: attachment.typeIdentifier), .share: share.shareId, .folder: folder, .name: name,
+                .date: date,
+            ])
+            return (directories: Array(components.dropLast()), name: components.last ?? name, attachment: attachment)
+        }
+        let byDirectory = Dictionary(grouping: placed) { $0.directories }
+        for (directories, items) in byDirectory.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            let directory = try Self.openDirectories(directories, in: root.rawValue)
+            for item in items { try store(item.attachment, name: item.name, in: directory.rawValue) }
             try directory.sync()
         }
+    }
+
+    /// `YYYY-MM-DD` of an RFC 3339 time; today (UTC) when the manifest's time is not one.
+    static func day(of time: String) -> String {
+        let digits = time.prefix(10)
+        let shaped = digits.count == 10 && digits.enumerated().allSatisfy { index, character in
+            index == 4 || index == 7 ? character == "-" : character.isASCII && character.isNumber
+        }
+        return shaped ? String(digits) : String(Date().rfc3339.prefix(10))
+    }
+
+    /// Opens (creating what is missing) each directory below `root` in turn, never following a symlink.
+    private static func openDirectories(_ components: [String], in root: Int32) throws -> FileDescriptor {
+        var directory = try FileDescriptor.open(".", relativeTo: root, flags: O_RDONLY | O_DIRECTORY)
+        for component in components {
+            let next = try openGroup(component, in: directory.rawValue)
+            directory = next
+        }
+        return directory
     }
 
     /// The output group of a type.
@@ -49,22 +83,24 @@ public struct StoreProcessor: Processor {
     }
 
     private static func openGroup(_ group: String, in root: Int32) throws -> FileDescriptor {
-        try System.makeDirectory(group, relativeTo: root, mode: 0o755)
+        if try System.makeDirectory(group, relativeTo: root, mode: 0o755) {
+            // A new directory is only durable once its parent is.
+            _ = try System.call("fsync") { fsync(root) }
+        }
         do {
             return try FileDescriptor.open(group, relativeTo: root, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         } catch let error as ShareError where error.errno == ELOOP || error.errno == ENOTDIR {
-            throw ShareError(.io, "output group \(group) is a symlink or not a directory", errno: error.errno)
+            throw ShareError(.io, "output directory \(group) is a symlink or not a directory", errno: error.errno)
         }
     }
 
-    private func store(_ attachment: ClaimedShare.Attachment, in directory: Int32) throws {
+    private func store(_ attachment: ClaimedShare.Attachment, name: String, in directory: Int32) throws {
         let temporary = ".sharepipe-\(attachment.fileId).tmp"
         guard try System.lstatIfPresent(attachment.path) != nil else {
             // Stored by an earlier attempt; only its cross-device temporary may be left.
             try System.removeTree(temporary, relativeTo: directory)
             return
         }
-        let name = Self.sanitizedName(attachment.suggestedName, fallback: attachment.path.lastComponent)
         for candidate in Self.candidates(name) {
             do {
                 if try System.renameNoReplace(attachment.path, to: candidate, toDirectory: directory) { return }

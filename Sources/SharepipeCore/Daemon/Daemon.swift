@@ -35,7 +35,7 @@ public struct Daemon: Sendable {
         -> any Processor
     {
         switch choice {
-        case .store(let output): StoreProcessor(output: output, registry: registry)
+        case .store(let output, let path): StoreProcessor(output: output, path: path, registry: registry)
         case .exec(let command, let timeout): ExecProcessor(command: command, timeout: timeout)
         case .discard: DiscardProcessor()
         }
@@ -141,11 +141,11 @@ public struct Daemon: Sendable {
             inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
             rescanInterval: configuration.rescanInterval, ignore: IgnoreRules(globs: configuration.ignore))
         let mode = configuration.poll == nil ? "inotify" : "poll"
-        let workers = Int64(configuration.consumer.workers)
+        let ready: [(String, Logger.Value)] = [("mode", .string(mode))] + configuration.readyFields
         let candidates = watcher.candidates { [notifier, logger] in
             // Recovery is done and the first scan of the inbox is in the stream: ready.
             notifier.send("READY=1", "STATUS=watching")
-            logger.info("daemon.ready", [("mode", .string(mode)), ("workers", .int(workers))])
+            logger.info("daemon.ready", ready)
         }
         let stopped = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {

@@ -1,9 +1,11 @@
+import Foundation
+
 /// Everything `sharepipe daemon` is told by its flags and config file.
 public struct DaemonConfiguration: Sendable {
     /// What happens to a claimed share.
     public enum ProcessorChoice: Sendable, Equatable {
-        /// Move copies into `output/<group>/`.
-        case store(output: String)
+        /// Move copies into `output`, at the places `path` gives (by default `output/<group>/`).
+        case store(output: String, path: StorePath = .default)
         /// Run a shell command per copy.
         case exec(command: String, timeout: Duration)
         /// Record and delete.
@@ -46,4 +48,38 @@ public struct DaemonConfiguration: Sendable {
 
     /// The defaults documented in the README.
     public init() {}
+}
+
+extension DaemonConfiguration {
+    /// What `daemon.ready` reports, so that one log line answers which inbox, state and output a daemon uses and
+    /// what it accepts: paths made absolute (configured paths are not user file names), limits in bytes and ms.
+    var readyFields: [(String, Logger.Value)] {
+        func absolute(_ path: String) -> Logger.Value {
+            guard !path.hasPrefix("/") else { return .string(path) }
+            let relative = path.hasPrefix("./") ? String(path.dropFirst(2)) : path
+            return .string(FileManager.default.currentDirectoryPath + "/" + relative)
+        }
+        func milliseconds(_ duration: Duration) -> Logger.Value {
+            let (seconds, attoseconds) = duration.components
+            return .int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        }
+        var fields: [(String, Logger.Value)] = [("inbox", absolute(inbox)), ("state", absolute(state))]
+        switch processor {
+        case .store(let output, let path):
+            fields += [("processor", "store"), ("output", absolute(output)), ("store_path", .string(path.template))]
+        case .exec(_, let timeout):
+            fields += [("processor", "exec"), ("exec_timeout_ms", milliseconds(timeout))]
+        case .discard:
+            fields += [("processor", "discard")]
+        }
+        fields += [
+            ("accept", .string(loader.accept.joined(separator: ","))), ("policy", .string(loader.policy.rawValue)),
+            ("max_file_size", .int(loader.maxFileSize)), ("max_share_size", .int(loader.maxShareSize)),
+            ("max_attachments", .int(Int64(loader.maxAttachments))),
+            ("load_timeout_ms", milliseconds(loader.loadTimeout)), ("settle_ms", milliseconds(settle)),
+            ("workers", .int(Int64(consumer.workers))), ("max_attempts", .int(Int64(consumer.maxAttempts))),
+        ]
+        if let poll { fields.append(("poll_ms", milliseconds(poll))) }
+        return fields
+    }
 }

@@ -168,9 +168,14 @@ public enum Diagnostics {
         do {
             guard let status = try System.lstatIfPresent(path) else {
                 let (ancestor, kind) = try nearestExistingAncestor(of: path)
-                guard kind == .directory, System.isWritableDirectory(ancestor) else {
-                    let why = kind == .directory ? "is not writable" : describe(kind)
-                    return failure("\(path) does not exist and cannot be created: \(ancestor) \(why)")
+                guard kind == .directory else {
+                    return failure("\(path) does not exist and cannot be created: \(ancestor) \(describe(kind))")
+                }
+                // access(2) says yes for root on /proc and read-only mounts; only creating a file proves it.
+                do {
+                    try System.probeWritable(ancestor)
+                } catch let error as ShareError {
+                    return failure("\(path) does not exist and cannot be created in \(ancestor): \(error.message)")
                 }
                 return DiagnosticCheck(
                     name: name, status: .ok, detail: "\(path) does not exist yet; the daemon creates it in \(ancestor)")

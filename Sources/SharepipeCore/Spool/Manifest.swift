@@ -13,6 +13,9 @@ public struct Manifest: Codable, Sendable, Equatable {
     public var policy: SharePolicy
     /// Every attachment, copied or not, in attachment order.
     public var attachments: [AttachmentRecord]
+    /// The name of the folder dropped into the inbox, for a folder share (the store processor's `{folder}`); absent
+    /// otherwise. Set by the ingester; the key is left out when nil.
+    public var folder: String?
 
     /// Encodes the manifest as JSON bytes (stable key order).
     func encoded() throws -> [UInt8] {

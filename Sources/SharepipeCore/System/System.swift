@@ -74,13 +74,20 @@ enum System {
     }
 
     /// Creates a directory and its missing parents.
+    /// Errors name `path`: it is only ever a configured directory (inbox, state, output), never a user's file name.
     static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
         var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            try makeDirectory(prefix, mode: mode)
+        do {
+            for component in path.split(separator: "/") {
+                prefix += "/" + component
+                try makeDirectory(prefix, mode: mode)
+            }
+            guard try lstat(path).kind == .directory else {
+                throw ShareError(.io, "mkdir failed: not a directory", errno: ENOTDIR)
+            }
+        } catch let error as ShareError {
+            throw ShareError(error.code, "cannot create directory \(path): \(error.message)", errno: error.errno)
         }
-        guard try lstat(path).kind == .directory else { throw ShareError(.io, "mkdir failed: not a directory", errno: ENOTDIR) }
     }
 
     /// Names in a directory, without `.` and `..`, in no particular order.
