@@ -17,7 +17,7 @@ private func runProgram(_ path: String, _ arguments: [String], environment: [Str
     process.standardOutput = output
     process.standardError = errors
     process.standardInput = FileHandle.nullDevice
-    try process.run()
+    try launchSerially(process)
     // Both pipes are drained before waiting, so a chatty program never blocks on a full pipe.
     let errorData = Mutex<Data>(Data())
     let drained = DispatchSemaphore(value: 0)

@@ -682,7 +682,7 @@ private func sha256Sums(_ paths: [String]) throws -> [String: String] {
     process.arguments = ["--zero", "--"] + paths
     let output = Pipe()
     process.standardOutput = output
-    try process.run()
+    try launchSerially(process)
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else { throw SupportError("sha256sum failed") }

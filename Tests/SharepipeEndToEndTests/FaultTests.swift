@@ -410,7 +410,7 @@ private func runTool(_ arguments: [String]) throws -> (status: Int32, output: St
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = FileHandle.nullDevice
-    try process.run()
+    try launchSerially(process)
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: output, as: UTF8.self))

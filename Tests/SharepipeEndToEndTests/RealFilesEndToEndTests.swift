@@ -301,7 +301,7 @@ private func runProgram(_ path: String, _ arguments: [String]) throws -> (status
     let errors = Pipe()
     process.standardError = errors
     process.standardOutput = FileHandle.nullDevice
-    try process.run()
+    try launchSerially(process)
     process.waitUntilExit()
     let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     return (process.terminationStatus, text)

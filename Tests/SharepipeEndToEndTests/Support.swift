@@ -57,6 +57,15 @@ func runSharepipe(
     return try process.waitForExit(timeout: timeout)
 }
 
+/// Serialises `Process.run()` across the test process.
+private let launchLock = NSLock()
+
+/// Starts a process. Foundation's `Process.run` is not safe to call from several threads at once (it crashed in
+/// memcpy under the parallel test run), so launches are serialised; the processes still run side by side.
+func launchSerially(_ process: Process) throws {
+    try launchLock.withLock { try process.run() }
+}
+
 /// A `sharepipe` process started in the background, for tests that signal it or watch it work (`daemon`).
 /// Output goes to temporary files, so a chatty process never blocks on a full pipe.
 final class SharepipeProcess: @unchecked Sendable {
@@ -85,7 +94,7 @@ final class SharepipeProcess: @unchecked Sendable {
         let exited = exited
         process.terminationHandler = { _ in exited.signal() }
         do {
-            try process.run()
+            try launchSerially(process)
         } catch {
             try? FileManager.default.removeItem(atPath: outputDirectory)
             throw error

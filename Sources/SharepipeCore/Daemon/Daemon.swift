@@ -275,7 +275,11 @@ public struct Daemon: Sendable {
             do {
                 try context.metrics.write(to: path)
             } catch {
-                logger.warning("metrics.write_failed", [("code", .string(ShareError.Code.io.rawValue))])
+                let failure = error as? ShareError ?? ShareError(.io, "\(error)")
+                logger.warning("metrics.write_failed", [
+                    ("code", .string(failure.code.rawValue)), ("path", .string(path)),
+                    ("message", .string(failure.message)),
+                ])
             }
         }
         notifier.send("STATUS=" + context.metrics.statusLine)

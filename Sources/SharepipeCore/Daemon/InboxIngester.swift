@@ -183,7 +183,8 @@ struct InboxIngester: Sendable {
                 return (reject(entry, error, declaredTypes: declared, sniffedMimeType: nil), nil)
             }
         }
-        let receipt = await loader.load(providers, sourceApp: nil, folders: folders)
+        let receipt = await loader.load(
+            providers, sourceApp: nil, folder: folders.isEmpty ? nil : entry, folders: folders)
         switch receipt.status {
         case .complete, .partial:
             let copied = receipt.attachments.filter { $0.status == .copied }

@@ -21,13 +21,16 @@ public struct ShareLoader: Sendable {
 
     /// Loads and publishes one share. Never throws: every failure is in the receipt.
     public func load(_ providers: [any ItemProvider], sourceApp: String? = nil) async -> ShareReceipt {
-        await load(providers, sourceApp: sourceApp, folders: [])
+        await load(providers, sourceApp: sourceApp, folder: nil, folders: [])
     }
 
     /// Loads one share and hands it to the spool's publisher. Attachments whose provider is an inbox file carry
     /// their source (opened and locked once) to the publisher, which unlinks it once the share is published;
-    /// `folders` are a dropped folder's directories, deepest first, removed after its files.
-    func load(_ providers: [any ItemProvider], sourceApp: String?, folders: [InboxDirectory]) async -> ShareReceipt {
+    /// `folder` is the name of a dropped folder (the manifest's `folder`), `folders` its directories, deepest
+    /// first, removed after its files.
+    func load(
+        _ providers: [any ItemProvider], sourceApp: String?, folder: String?, folders: [InboxDirectory]
+    ) async -> ShareReceipt {
         let shareID = UUID.random().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
         func refused(_ status: ShareReceipt.Status, _ error: ShareError) -> ShareReceipt {
@@ -67,7 +70,7 @@ public struct ShareLoader: Sendable {
         }
         return await finish(
             shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, providers: providers,
-            folders: folders)
+            folder: folder, folders: folders)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
@@ -306,7 +309,7 @@ public struct ShareLoader: Sendable {
     /// Applies the policy, then writes the manifest and hands the share to the publisher, or rolls it back.
     private func finish(
         shareID: String, lock: consuming DirectoryLock, sourceApp: String?, records: [AttachmentRecord],
-        providers: [any ItemProvider], folders: [InboxDirectory]
+        providers: [any ItemProvider], folder: String?, folders: [InboxDirectory]
     ) async -> ShareReceipt {
         var records = records
         let copied = records.filter { $0.status == .copied }.count
@@ -315,7 +318,7 @@ public struct ShareLoader: Sendable {
         func manifest() -> Manifest {
             Manifest(
                 shareId: shareID, sourceApp: sourceApp, createdAt: createdAt, policy: configuration.policy,
-                attachments: records)
+                attachments: records, folder: folder)
         }
         if rollBack {
             for index in records.indices where records[index].status == .copied {

@@ -77,9 +77,24 @@ final class SpoolPublisher: Sendable {
     }
 
     private let state = Mutex(State())
-    private let wakeup = NSCondition()
     /// A failure to inject at a step instead of performing it (tests of the failure paths).
     let injectedFailure = Mutex<Step?>(nil)
+    /// Batches published so far (each one durability barrier).
+    let batchesPublished = Atomic<Int>(0)
+    /// While set, no batch starts: submissions queue up (tests of batching).
+    private let holding = NSCondition()
+    nonisolated(unsafe) private var held = false
+
+    /// Holds (or lets go of) the next batch.
+    func hold(_ hold: Bool) {
+        holding.lock()
+        held = hold
+        holding.broadcast()
+        holding.unlock()
+    }
+
+    /// Shares waiting for the next batch.
+    var queued: Int { state.withLock { $0.queue.count } }
 
     /// Hands a staged share over and returns once it is published (or failed, rolled back, its sources untouched).
     func publish(_ share: consuming StagedShare, spool: Spool) async -> Outcome {
@@ -103,6 +118,9 @@ final class SpoolPublisher: Sendable {
     /// Publishes batches until the queue is empty, then lets the thread end (the next submission starts another).
     private func run(_ spool: Spool) {
         while true {
+            holding.lock()
+            while held { holding.wait() }
+            holding.unlock()
             let batch: [Pending] = state.withLock { state in
                 var taken: [Pending] = []
                 var bytes: Int64 = 0
@@ -131,6 +149,7 @@ final class SpoolPublisher: Sendable {
     }
 
     private func perform(_ batch: [Pending], spool: Spool) {
+        batchesPublished.add(1, ordering: .relaxed)
         let records = batch.map(\.record)
         do {
             try step(.barrier)
