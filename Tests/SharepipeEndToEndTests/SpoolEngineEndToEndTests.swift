@@ -1,0 +1,119 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The spool engine through the built binary: `kill -9` right after every step of the batched publish and the
+/// batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing one inbox.
+@Suite(.timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
+    static let steps = [
+        "barrier", "record-staged", "renamed", "sources-unlinked", "record-published", "record-processed", "removed",
+    ]
+
+    /// Drops `count` files with distinct contents; returns the contents.
+    func drop(_ count: Int, into inbox: String, prefix: String = "drop") throws -> [String] {
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        return try (0..<count).map { index in
+            let text = "\(prefix) \(index) \(UUID().uuidString)\n"
+            try writeFile(inbox + "/\(prefix)-\(index).txt", text)
+            return text
+        }
+    }
+
+    /// The contents of every file under `directory`, recursively.
+    func storedContents(_ directory: String) -> [String] {
+        guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
+        return walker.compactMap { $0 as? String }.compactMap { relative -> String? in
+            var isDirectory: ObjCBool = false
+            let path = directory + "/" + relative
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
+            else { return nil }
+            return try? String(contentsOfFile: path, encoding: .utf8)
+        }
+    }
+
+    func names(_ path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    @Test(arguments: steps)
+    func aKillAfterAnyStepLosesNothingAndIngestsNothingTwice(step: String) async throws {
+        try await withTemporaryDirectory { dir in
+            let (inbox, state, output) = (dir + "/inbox", dir + "/state", dir + "/processed")
+            let expected = try drop(40, into: inbox)
+            let daemon = [
+                "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "store", "--output", output,
+            ]
+            let killed = try runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": step])
+            #expect(killed.status == 128 + SIGKILL, "the crash hook for \(step) did not fire: \(killed.stderr)")
+
+            let restarted = try runSharepipe(daemon)
+            #expect(restarted.status == 0, "\(restarted.stderr)")
+            #expect(storedContents(output).sorted() == expected.sorted(), "lost or stored twice after \(step)")
+            #expect(names(inbox).isEmpty, "\(names(inbox))")
+            for stage in ["staging", "incoming", "processing", "quarantine"] {
+                #expect(names(state + "/" + stage).isEmpty, "\(stage) after \(step): \(names(state + "/" + stage))")
+            }
+            // The ledger agrees: nothing recorded as still on its way.
+            let listing = try runSharepipe(["ls", "--state", state, "--json"])
+            #expect(listing.status == 0)
+            let shares = (try listing.jsonObject["shares"]) as? [Any]
+            #expect(shares?.isEmpty == true, "\(listing.stdout)")
+        }
+    }
+
+    /// Starts a daemon and waits until it is ready.
+    func startDaemon(_ arguments: [String]) async throws -> SharepipeProcess {
+        let daemon = try SharepipeProcess(arguments)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !daemon.stderrSoFar.contains("event=daemon.ready") {
+            guard ContinuousClock.now < deadline else { throw SupportError("not ready: \(daemon.stderrSoFar)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return daemon
+    }
+
+    /// Two daemons on one inbox (with one state directory or each its own): 1,000 drops, renamed in as most
+    /// programs drop files, each stored exactly once, and both daemons took part.
+    @Test(arguments: [false, true])
+    func twoDaemonsOnOneInboxTakeEachDropOnceAndShareTheWork(separateStates: Bool) async throws {
+        try await withTemporaryDirectory { dir in
+            let (inbox, output, outside) = (dir + "/inbox", dir + "/processed", dir + "/outside")
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            let daemons = try await [dir + "/state-a", separateStates ? dir + "/state-b" : dir + "/state-a"].asyncMap {
+                try await startDaemon([
+                    "daemon", "--inbox", inbox, "--state", $0, "--processor", "store", "--output", output,
+                    "--settle", "50",
+                ])
+            }
+            let expected = try drop(1000, into: outside)
+            for index in 0..<1000 {
+                #expect(rename(outside + "/drop-\(index).txt", inbox + "/drop-\(index).txt") == 0)
+            }
+            let deadline = ContinuousClock.now + .seconds(180)
+            while storedContents(output).count < expected.count && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            // Anything stored twice would show up in this short grace period.
+            try await Task.sleep(for: .milliseconds(500))
+            for daemon in daemons { daemon.signal(SIGTERM) }
+            let results = try daemons.map { try $0.waitForExit(timeout: .seconds(30)) }
+            #expect(results.allSatisfy { $0.status == 0 })
+            #expect(storedContents(output).sorted() == expected.sorted())
+            #expect(names(inbox).isEmpty, "\(names(inbox).prefix(5))")
+            for result in results {
+                let published = result.stderr.components(separatedBy: "event=inbox.published").count - 1
+                let processed = result.stderr.components(separatedBy: "event=share.processed").count - 1
+                #expect(published + processed > 0, "a daemon did none of the work")
+            }
+        }
+    }
+}
+
+extension Array {
+    /// `map` with an async transform, in order.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}
