@@ -36,7 +36,7 @@ struct InboxFileProvider: ItemProvider {
             return .failure(failure ?? ShareError(.missingFile, "the inbox entry could not be opened"))
         }
         do {
-            _ = try System.call("lseek") { lseek(source.descriptor.rawValue, 0, SEEK_SET) }
+            try source.descriptor.rewind()
             let result = try engine.copyFile(from: source.descriptor, sizeHint: source.status.size, to: destination)
             if source.changedSinceOpened() {
                 try? System.unlink(destination)

@@ -111,8 +111,7 @@ struct InboxIngester: Sendable {
     static func open(_ name: String, in directory: InboxDirectory) -> Opened {
         let descriptor: FileDescriptor
         do {
-            descriptor = try FileDescriptor.open(
-                name, relativeTo: directory.descriptor.rawValue, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            descriptor = try directory.directory.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         } catch let error as ShareError {
             switch error.errno {
             case ENOENT, ENOTDIR: return .vanished
@@ -127,7 +126,8 @@ struct InboxIngester: Sendable {
             let status = try descriptor.status()
             switch status.kind {
             case .directory:
-                return .folder(InboxDirectory(descriptor: descriptor, status: status, parent: directory, name: name))
+                let folder = OpenDirectory(descriptor)
+                return .folder(InboxDirectory(directory: folder, status: status, parent: directory, name: name))
             case .regular:
                 guard try descriptor.lock(exclusive: true, nonBlocking: true) else { return .busy }
                 // The holder before us may have published and unlinked it between our open and our lock.
@@ -150,7 +150,7 @@ struct InboxIngester: Sendable {
     private func walk(
         _ folder: InboxDirectory, into providers: inout [InboxFileProvider], folders: inout [InboxDirectory]
     ) -> Walk {
-        let names = (try? System.listDirectory(".", relativeTo: folder.descriptor.rawValue, repairingNames: true)) ?? []
+        let names = (try? folder.directory.names(repairingNames: true)) ?? []
         var subfolders: [InboxDirectory] = []
         for name in names.sorted() where !ignore.ignores(name) {
             if providers.count > loader.configuration.maxAttachments { break }
@@ -209,7 +209,7 @@ struct InboxIngester: Sendable {
             switch error.code {
             case .cancelled, .spoolFull, .containerUnavailable:
                 return (.deferred(error.code), nil)
-            case .missingFile where (try? System.lstatIfPresent(entry, relativeTo: directory.descriptor.rawValue)) == nil:
+            case .missingFile where (try? directory.directory.statusIfPresent(entry)) == nil:
                 return (.vanished, nil)
             default:
                 return (reject(

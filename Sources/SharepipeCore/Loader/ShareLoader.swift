@@ -77,7 +77,7 @@ public struct ShareLoader: Sendable {
     /// when it is published and ends when the descriptor is closed.
     private func makeLockedStaging(_ shareID: String) throws -> DirectoryLock {
         try spool.checkCapacity(configuration)
-        try System.makeDirectory(shareID, relativeTo: spool.directories.staging.rawValue)
+        try spool.directories.staging.makeDirectory(shareID)
         // A recovery in another process may remove the directory between its creation and the lock: then the
         // share cannot be attempted now, and its sources stay untouched for a later try.
         guard let lock = try DirectoryLock.acquire(spool.path(.staging, shareID)) else {

@@ -21,7 +21,7 @@ final class ShareClaim: Sendable {
     func removeDirectory(in spool: Spool) throws {
         try held.lock.removeContents()
         do {
-            try System.removeDirectory(shareID, relativeTo: spool.directories.processing.rawValue)
+            try spool.directories.processing.removeDirectory(shareID)
         } catch let error as ShareError where error.errno == ENOENT {}
     }
 }
@@ -60,10 +60,7 @@ extension Spool {
         var held: [HeldLock] = []
         for shareID in shareIDs {
             do {
-                guard try System.renameNoReplace(
-                    shareID, to: shareID, fromDirectory: directories.incoming.rawValue,
-                    toDirectory: directories.processing.rawValue)
-                else { continue }
+                guard try directories.incoming.renameNoReplace(shareID, into: directories.processing) else { continue }
             } catch let error as ShareError where error.errno == ENOENT {
                 continue
             }
@@ -111,21 +108,9 @@ extension Spool {
         try moveBack(claim.shareID)
     }
 
-    /// Unlinks one entry of a share directory without a stat first; a directory is removed as a tree.
-    private static func removeEntry(_ name: String, in directory: Int32) throws {
-        do {
-            try System.unlink(name, relativeTo: directory)
-        } catch let error as ShareError where error.errno == EISDIR {
-            try System.removeTree(name, relativeTo: directory)
-        } catch let error as ShareError where error.errno == ENOENT {}
-    }
-
     /// Renames `processing/S` back to `incoming/S`.
     func moveBack(_ shareID: String) throws {
-        guard try System.renameNoReplace(
-            shareID, to: shareID, fromDirectory: directories.processing.rawValue,
-            toDirectory: directories.incoming.rawValue)
-        else {
+        guard try directories.processing.renameNoReplace(shareID, into: directories.incoming) else {
             throw ShareError(.io, "share \(shareID) is both in processing and in incoming", errno: EEXIST)
         }
     }
@@ -133,14 +118,7 @@ extension Spool {
     /// Removes a share directory (its entries, then the directory) and fsyncs the stage directory. Call it with the
     /// share's lock held, or where no claimer can be.
     func removeShareDirectory(_ stage: Stage, _ shareID: String) throws {
-        let parent = directories.descriptor(stage)
-        do {
-            let directory = try FileDescriptor.openDirectory(shareID, relativeTo: parent)
-            for name in try System.listDirectory(".", relativeTo: directory.rawValue) {
-                try Self.removeEntry(name, in: directory.rawValue)
-            }
-            try System.removeDirectory(shareID, relativeTo: parent)
-        } catch let error as ShareError where error.errno == ENOENT {}
-        try directories.sync(stage)
+        try directories[stage].removeTree(shareID)
+        try directories[stage].sync()
     }
 }

@@ -54,10 +54,7 @@ extension Spool {
 
     /// Step 3 of quarantine, also used by recovery to finish it.
     func moveToQuarantine(_ shareID: String) throws {
-        guard try System.renameNoReplace(
-            shareID, to: shareID, fromDirectory: directories.processing.rawValue,
-            toDirectory: directories.quarantine.rawValue)
-        else {
+        guard try directories.processing.renameNoReplace(shareID, into: directories.quarantine) else {
             throw ShareError(.io, "share \(shareID) is both in processing and in quarantine", errno: EEXIST)
         }
         try directories.quarantine.sync()
@@ -86,10 +83,7 @@ extension Spool {
     /// The file-system half of requeue, also used by recovery to finish it.
     func finishRequeue(_ shareID: String) throws {
         try System.removeTree(path(.quarantine, shareID) + "/" + QuarantineReason.fileName)
-        guard try System.renameNoReplace(
-            shareID, to: shareID, fromDirectory: directories.quarantine.rawValue,
-            toDirectory: directories.incoming.rawValue)
-        else {
+        guard try directories.quarantine.renameNoReplace(shareID, into: directories.incoming) else {
             throw ShareError(.io, "share \(shareID) is both in quarantine and in incoming", errno: EEXIST)
         }
         try directories.incoming.sync()

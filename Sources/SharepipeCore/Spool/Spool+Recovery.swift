@@ -28,12 +28,12 @@ extension Spool {
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
         var removed: [String] = []
-        for name in try System.listDirectory(".", relativeTo: directories.staging.rawValue) {
+        for name in try directories.staging.names() {
             guard try !isLiveStaging(name) else {
                 report.liveClaims += 1
                 continue
             }
-            try System.removeTree(name, relativeTo: directories.staging.rawValue)
+            try directories.staging.removeTree(name)
             if UUID(uuidString: name) != nil { removed.append(name) }
             report.stagingRemoved += 1
         }
@@ -97,9 +97,9 @@ extension Spool {
         var published: [String] = []
         for (state, stage) in expected {
             for shareID in try ledger.shareIDs(inState: state) where !liveClaims.contains(shareID) {
-                if try System.lstatIfPresent(shareID, relativeTo: directories.descriptor(stage)) != nil { continue }
+                if try directories[stage].statusIfPresent(shareID) != nil { continue }
                 let found = try Stage.allCases.first { other in
-                    try other != stage && System.lstatIfPresent(shareID, relativeTo: directories.descriptor(other)) != nil
+                    try other != stage && directories[other].statusIfPresent(shareID) != nil
                 }
                 if state == .staged && found == .incoming {
                     published.append(shareID)
@@ -124,7 +124,7 @@ extension Spool {
     /// Whether a loader of a live process holds the lock on a staging directory.
     private func isLiveStaging(_ name: String) throws -> Bool {
         do {
-            let directory = try FileDescriptor.openDirectory(name, relativeTo: directories.staging.rawValue)
+            let directory = try directories.staging.open(name, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
             return try !directory.lock(exclusive: true, nonBlocking: true)
         } catch let error as ShareError where [ENOENT, ENOTDIR, ELOOP].contains(error.errno) {
             return false

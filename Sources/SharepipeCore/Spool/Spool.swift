@@ -31,36 +31,26 @@ public final class Spool: Sendable {
 
     /// The open directories.
     final class Directories: Sendable {
-        let root: FileDescriptor
-        let staging: FileDescriptor
-        let incoming: FileDescriptor
-        let processing: FileDescriptor
-        let quarantine: FileDescriptor
+        let root: OpenDirectory
+        let staging: OpenDirectory
+        let incoming: OpenDirectory
+        let processing: OpenDirectory
+        let quarantine: OpenDirectory
 
         init(root path: String) throws {
-            root = try FileDescriptor.openDirectory(path)
-            staging = try FileDescriptor.openDirectory(Stage.staging.rawValue, relativeTo: root.rawValue)
-            incoming = try FileDescriptor.openDirectory(Stage.incoming.rawValue, relativeTo: root.rawValue)
-            processing = try FileDescriptor.openDirectory(Stage.processing.rawValue, relativeTo: root.rawValue)
-            quarantine = try FileDescriptor.openDirectory(Stage.quarantine.rawValue, relativeTo: root.rawValue)
+            root = try OpenDirectory(path: path)
+            staging = try root.openDirectory(Stage.staging.rawValue)
+            incoming = try root.openDirectory(Stage.incoming.rawValue)
+            processing = try root.openDirectory(Stage.processing.rawValue)
+            quarantine = try root.openDirectory(Stage.quarantine.rawValue)
         }
 
-        /// The raw descriptor of a stage, for relative calls in `System`; valid while this object lives.
-        func descriptor(_ stage: Stage) -> Int32 {
+        subscript(stage: Stage) -> OpenDirectory {
             switch stage {
-            case .staging: staging.rawValue
-            case .incoming: incoming.rawValue
-            case .processing: processing.rawValue
-            case .quarantine: quarantine.rawValue
-            }
-        }
-
-        func sync(_ stage: Stage) throws {
-            switch stage {
-            case .staging: try staging.sync()
-            case .incoming: try incoming.sync()
-            case .processing: try processing.sync()
-            case .quarantine: try quarantine.sync()
+            case .staging: staging
+            case .incoming: incoming
+            case .processing: processing
+            case .quarantine: quarantine
             }
         }
     }
@@ -151,16 +141,15 @@ public final class Spool: Sendable {
     /// Writes `staging/S/manifest.json`. Not fsynced and no temporary name: nothing reads `staging`, the publisher's
     /// barrier makes it durable, and the whole directory becomes visible at once by the rename into `incoming`.
     func writeManifest(_ manifest: Manifest) throws {
-        let file = try FileDescriptor.open(
-            manifest.shareId + "/manifest.json", relativeTo: directories.staging.rawValue,
-            flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        let file = try directories.staging.open(
+            manifest.shareId + "/manifest.json", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
         try file.writeAll(try manifest.encoded())
     }
 
     /// Removes a share directory from a stage and makes the removal durable.
     func remove(_ stage: Stage, _ shareID: String) throws {
-        try System.removeTree(shareID, relativeTo: directories.descriptor(stage))
-        try directories.sync(stage)
+        try directories[stage].removeTree(shareID)
+        try directories[stage].sync()
     }
 
     /// Logs ledger transitions whose precondition did not hold; recovery repairs them.

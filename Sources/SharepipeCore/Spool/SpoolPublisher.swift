@@ -170,9 +170,7 @@ final class SpoolPublisher: Sendable {
         for pending in batch {
             do {
                 try step(.renamed)
-                try System.rename(
-                    pending.shareID, to: pending.shareID, fromDirectory: spool.directories.staging.rawValue,
-                    toDirectory: spool.directories.incoming.rawValue)
+                try spool.directories.staging.rename(pending.shareID, into: spool.directories.incoming)
                 published.append(pending)
             } catch {
                 rollBack([pending], spool: spool, error: error, recorded: true)
@@ -207,7 +205,7 @@ final class SpoolPublisher: Sendable {
                 }
                 for folder in pending.folders {
                     guard let parent = folder.parent else { continue }
-                    if (try? System.removeDirectory(folder.name, relativeTo: parent.descriptor.rawValue)) != nil {
+                    if (try? parent.directory.removeDirectory(folder.name)) != nil {
                         touched[parent.identity] = parent
                     }
                 }
@@ -215,7 +213,7 @@ final class SpoolPublisher: Sendable {
             // A source that could not be unlinked keeps its staged record, so a restart's recovery removes it.
             if complete { done.append(pending.shareID) }
         }
-        for directory in touched.values { try? directory.descriptor.sync() }
+        for inbox in touched.values { try? inbox.directory.sync() }
         reached(.sourcesUnlinked)
 
         do {
@@ -239,7 +237,7 @@ final class SpoolPublisher: Sendable {
     private func rollBack(_ batch: [Pending], spool: Spool, error: any Error, recorded: Bool) {
         let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
         for pending in batch {
-            try? System.removeTree(pending.shareID, relativeTo: spool.directories.staging.rawValue)
+            try? spool.directories.staging.removeTree(pending.shareID)
         }
         let ids = batch.map(\.shareID)
         if recorded {

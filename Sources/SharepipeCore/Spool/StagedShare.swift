@@ -3,7 +3,7 @@ import Glibc
 /// A directory of the inbox, open for relative calls (`openat`, `unlinkat`) so that neither depth nor path length
 /// matters; it knows its parent and its name there, so an emptied folder can be removed.
 final class InboxDirectory: Sendable {
-    let descriptor: FileDescriptor
+    let directory: OpenDirectory
     /// The directory holding this one, nil for the inbox itself.
     let parent: InboxDirectory?
     /// This directory's name in `parent`.
@@ -16,8 +16,8 @@ final class InboxDirectory: Sendable {
         var inode: UInt64
     }
 
-    init(descriptor: consuming FileDescriptor, status: FileStatus, parent: InboxDirectory?, name: String) {
-        self.descriptor = descriptor
+    init(directory: OpenDirectory, status: FileStatus, parent: InboxDirectory?, name: String) {
+        self.directory = directory
         identity = DirectoryIdentity(device: status.device, inode: status.inode)
         self.parent = parent
         self.name = name
@@ -25,9 +25,8 @@ final class InboxDirectory: Sendable {
 
     /// Opens the inbox itself.
     static func open(_ path: String) throws -> InboxDirectory {
-        let descriptor = try FileDescriptor.openDirectory(path)
-        let status = try descriptor.status()
-        return InboxDirectory(descriptor: descriptor, status: status, parent: nil, name: path)
+        let directory = try OpenDirectory(path: path)
+        return InboxDirectory(directory: directory, status: try directory.status(), parent: nil, name: path)
     }
 }
 
@@ -58,10 +57,10 @@ final class InboxSource: Sendable {
     /// Unlinks the file if its name still names the locked inode; false when something else has the name now (the
     /// file was replaced: the replacement is a drop of its own) or nothing has.
     func unlinkIfSame() throws -> Bool {
-        guard let named = try System.lstatIfPresent(name, relativeTo: directory.descriptor.rawValue),
-            named.isSameFile(as: status)
-        else { return false }
-        try System.unlink(name, relativeTo: directory.descriptor.rawValue)
+        guard let named = try directory.directory.statusIfPresent(name), named.isSameFile(as: status) else {
+            return false
+        }
+        try directory.directory.unlink(name)
         return true
     }
 }

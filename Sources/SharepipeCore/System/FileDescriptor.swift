@@ -107,6 +107,11 @@ struct FileDescriptor: ~Copyable, Sendable {
         _ = try System.call("fsync") { Glibc.fsync(rawValue) }
     }
 
+    /// Moves the file position back to the start.
+    func rewind() throws {
+        _ = try System.call("lseek") { Glibc.lseek(rawValue, 0, SEEK_SET) }
+    }
+
     /// Commits every dirty file and directory of the file system holding this descriptor, in one journal commit.
     func syncFileSystem() throws {
         _ = try System.call("syncfs") { sharepipe_syncfs(rawValue) }

@@ -103,11 +103,11 @@ enum System {
     }
 
     /// Names in an open directory, read through a duplicate of its descriptor (the caller keeps its own).
-    static func listDirectory(descriptor: Int32) throws -> [String] {
+    static func listDirectory(descriptor: Int32, repairingNames: Bool = false) throws -> [String] {
         let fd = try call("fcntl") { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
         // The duplicate shares the directory's read position: start from the beginning.
         _ = lseek(fd, 0, SEEK_SET)
-        return try listDirectory(adopting: fd, repairingNames: false)
+        return try listDirectory(adopting: fd, repairingNames: repairingNames)
     }
 
     private static func listDirectory(adopting fd: Int32, repairingNames: Bool) throws -> [String] {
