@@ -88,15 +88,7 @@ struct FaultTests {
             let emptyFolders = leftovers.filter { isEmptyDirectory(inbox + "/" + $0) }
             #expect(leftovers.filter { !emptyFolders.contains($0) }.isEmpty, "left in the inbox: \(leftovers)")
             #expect(listing(inbox + "/.rejected").isEmpty, "rejected: \(listing(inbox + "/.rejected"))")
-            withKnownIssue(
-                """
-                a kill after InboxIngester unlinked a folder's files and before it removed the folder leaves the \
-                empty folder in the inbox for good: recovery only removes folders it empties itself, and the \
-                ingester leaves empty folders in place
-                """, isIntermittent: true
-            ) {
-                #expect(emptyFolders.isEmpty, "empty folders left in the inbox (kills after \(delays) ms)")
-            }
+            #expect(emptyFolders.isEmpty, "empty folders left in the inbox (kills after \(delays) ms)")
         }
     }
 

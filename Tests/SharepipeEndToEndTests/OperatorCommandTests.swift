@@ -250,7 +250,7 @@ struct OperatorCommandTests {
             let used = try runSharepipe(["doctor", "--state", state, "--inbox", inbox])
             #expect(used.status == 0, "\(used.stdout)")
             #expect(used.stdout.contains("one file system"))
-            #expect(used.stdout.contains("doctor: all 6 checks passed"))
+            #expect(used.stdout.contains("doctor: all 7 checks passed"))
             #expect(names(state).allSatisfy { !$0.hasPrefix(".sharepipe-probe") })
         }
     }

@@ -55,6 +55,9 @@ import Testing
         case "doctor": return (["doctor", "--inbox", setting.inbox] + state, "checks passed")
         case "completions": return (["completions", "bash"], "complete -o filenames")
         case "manpage": return (["manpage"], ".TH SHAREPIPE 1")
+        case "show": return (["show", setting.quarantined] + state, setting.quarantined)
+        case "events": return (["events"] + state, "event=published")
+        case "matrix": return (["matrix", fixturePath("scenarios")], "scenarios:")
         default: throw SupportError("no success case for \(command): add one to the table")
         }
     }
@@ -73,6 +76,8 @@ import Testing
         case "status", "ls": return ([command] + missing, "ERR_CONTAINER_UNAVAILABLE")
         case "requeue": return (["requeue", UUID().uuidString, "--state", setting.state], "ERR_NOT_FOUND")
         case "purge": return (["purge", "--quarantine"] + missing, "ERR_CONTAINER_UNAVAILABLE")
+        case "show": return (["show", UUID().uuidString, "--state", setting.state], "ERR_NOT_FOUND")
+        case "events": return (["events"] + missing, "ERR_CONTAINER_UNAVAILABLE")
         default: return nil
         }
     }
@@ -102,7 +107,8 @@ import Testing
 
     @Test(arguments: commands)
     func jsonResultIsOneDocumentOnStdout(command: String) async throws {
-        guard Self.takesJSON(command) else { return }
+        // `events --json` is a stream: one document per event, per line (JSON Lines).
+        guard Self.takesJSON(command), command != "events" else { return }
         try await withTemporaryDirectory { dir in
             let setting = try Setting(dir)
             let arguments = try Self.success(command, setting).arguments + ["--json"]

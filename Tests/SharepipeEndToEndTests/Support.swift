@@ -87,10 +87,17 @@ final class SharepipeProcess: @unchecked Sendable {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        process.standardInput = stdin == nil
-            ? FileHandle.nullDevice : FileHandle(forReadingAtPath: outputDirectory + "/stdin")
-        process.standardOutput = FileHandle(forWritingAtPath: outputDirectory + "/stdout")
-        process.standardError = FileHandle(forWritingAtPath: outputDirectory + "/stderr")
+        let input = stdin == nil ? nil : FileHandle(forReadingAtPath: outputDirectory + "/stdin")
+        let output = FileHandle(forWritingAtPath: outputDirectory + "/stdout")
+        let errors = FileHandle(forWritingAtPath: outputDirectory + "/stderr")
+        process.standardInput = input ?? FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = errors
+        // The child has its own copies once it runs; the test process keeps none, or a long test run would pile up
+        // descriptors (past 1,024 Foundation's Process.run crashes).
+        defer {
+            for handle in [input, output, errors] { try? handle?.close() }
+        }
         let exited = exited
         process.terminationHandler = { _ in exited.signal() }
         do {

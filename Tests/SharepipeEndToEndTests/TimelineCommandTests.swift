@@ -137,7 +137,7 @@ struct TimelineCommandTests {
             let line = try #require(follower.stdoutSoFar.split(separator: "\n").first { $0.contains(published) })
             let time = try #require(line.split(separator: " ").first?.dropFirst("time=".count))
             let recorded = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(time))
-            #expect(seen.timeIntervalSince(recorded) < 1, "printed \(seen.timeIntervalSince(recorded)) s after")
+            #expect(seen.timeIntervalSince(recorded) < 5, "printed \(seen.timeIntervalSince(recorded)) s after")
 
             follower.signal(signal)
             let result = try follower.waitForExit(timeout: .seconds(10))
@@ -166,7 +166,7 @@ struct TimelineCommandTests {
             ])
             let time = try #require(lines.last?.split(separator: " ").first?.dropFirst("time=".count))
             let recorded = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(time))
-            #expect(seen.timeIntervalSince(recorded) < 1, "printed \(seen.timeIntervalSince(recorded)) s after")
+            #expect(seen.timeIntervalSince(recorded) < 5, "printed \(seen.timeIntervalSince(recorded)) s after")
 
             follower.signal(SIGINT)
             #expect(try follower.waitForExit(timeout: .seconds(10)).status == 0)

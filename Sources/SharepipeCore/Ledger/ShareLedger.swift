@@ -52,6 +52,14 @@ public struct SourceIdentity: Sendable, Equatable, Hashable {
         self.init(
             device: status.device, inode: status.inode, size: status.size, modificationTime: status.modificationTime)
     }
+
+    /// A dropped folder, recorded with its files so that recovery can remove it once they are gone: device and
+    /// inode only (its size and time change as its entries go), marked by a size of -1.
+    static func folder(device: UInt64, inode: UInt64) -> SourceIdentity {
+        SourceIdentity(device: device, inode: inode, size: -1, modificationTime: 0)
+    }
+
+    var isFolder: Bool { size < 0 }
 }
 
 /// A share about to be published: its manifest and the identities of the inbox sources behind its copies.

@@ -347,9 +347,13 @@ public struct ShareLoader: Sendable {
             let info = AttachmentRecord.ErrorInfo(code: shareError.code, message: shareError.message)
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
+        // A complete folder share takes its folders along; they are recorded like its files, so that recovery can
+        // remove a folder a crash left empty.
+        let removedFolders = copied == records.count ? folders : []
+        identities += removedFolders.map { SourceIdentity.folder(device: $0.identity.device, inode: $0.identity.inode) }
         let staged = StagedShare(
             record: StagedRecord(manifest: manifest(), sources: identities), lock: lock, sources: sources,
-            folders: copied == records.count ? folders : [])
+            folders: removedFolders)
         switch await spool.publisher.publish(staged, spool: spool) {
         case .published:
             return ShareReceipt(

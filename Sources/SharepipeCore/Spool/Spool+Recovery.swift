@@ -153,12 +153,17 @@ extension Spool {
     public func recoverInbox(_ inbox: String) throws -> [String] {
         let records = try ledger.stagedSources()
         guard !records.isEmpty else { return [] }
-        var wanted: [InboxKey: [String]] = [:]
+        var wanted = Wanted()
         var publishedCache: [String: Bool] = [:]
         for (shareID, identity) in records {
             let published = try publishedCache[shareID] ?? isPublished(shareID)
             publishedCache[shareID] = published
-            if published { wanted[InboxKey(identity), default: []].append(identity.sha256) }
+            guard published else { continue }
+            if identity.isFolder {
+                wanted.folders.insert(FolderKey(device: identity.device, inode: identity.inode))
+            } else {
+                wanted.files[InboxKey(identity), default: []].append(identity.sha256)
+            }
         }
         var removed: [String] = []
         if !wanted.isEmpty, try System.lstatIfPresent(inbox)?.kind == .directory {
@@ -166,6 +171,18 @@ extension Spool {
         }
         try ledger.markAllSourcesDone()
         return removed
+    }
+
+    /// The published sources recovery looks for: files by identity and content, folders by identity.
+    private struct Wanted {
+        var files: [InboxKey: [String]] = [:]
+        var folders: Set<FolderKey> = []
+
+        var isEmpty: Bool { files.isEmpty && folders.isEmpty }
+    }
+
+    private struct FolderKey: Hashable {
+        var device: UInt64, inode: UInt64
     }
 
     private struct InboxKey: Hashable {
@@ -191,9 +208,11 @@ extension Spool {
         }
     }
 
-    /// Unlinks matching files under `directory`; returns whether this emptied the directory.
+    /// Unlinks matching files under `directory`; returns whether the directory is now empty and was emptied by
+    /// this or by the publisher before a crash (a published folder, recorded with its files).
     private func removeMatches(
-        in directory: String, relative: String, wanted: [InboxKey: [String]], depth: Int, removed: inout [String]
+        in directory: String, relative: String, wanted: Wanted, depth: Int, removed: inout [String],
+        identity: FolderKey? = nil
     ) throws -> Bool {
         var remaining = 0
         var removedHere = 0
@@ -205,11 +224,13 @@ extension Spool {
                 continue
             }
             if status.kind == .directory, depth < 32,
-                try removeMatches(in: path, relative: relativePath, wanted: wanted, depth: depth + 1, removed: &removed)
+                try removeMatches(
+                    in: path, relative: relativePath, wanted: wanted, depth: depth + 1, removed: &removed,
+                    identity: FolderKey(device: status.device, inode: status.inode))
             {
                 try System.removeDirectory(path)
                 removedHere += 1
-            } else if status.kind == .regular, let hashes = wanted[InboxKey(status)],
+            } else if status.kind == .regular, let hashes = wanted.files[InboxKey(status)],
                 hashes.contains(try Self.sha256(ofFile: path))
             {
                 try System.unlink(path)
@@ -220,7 +241,8 @@ extension Spool {
             }
         }
         if removedHere > 0 { try System.syncDirectory(directory) }
-        return depth > 0 && remaining == 0 && removedHere > 0
+        let published = identity.map { wanted.folders.contains($0) } ?? false
+        return depth > 0 && remaining == 0 && (removedHere > 0 || published)
     }
 
     private static func sha256(ofFile path: String) throws -> String {
