@@ -197,28 +197,17 @@ public final class LifecycleHarness: Sendable {
         return LifecycleRun(crashPoint: crashPoint, recovery: recovery, summary: summary, deliveries: deliveries)
     }
 
-    /// Takes each share to the crash point and leaves it there, unlocked, as a dead claimer would.
+    /// Takes each share through the real claim, process and record steps up to the crash point, then lets go of
+    /// its claim — releasing the lock as the kernel does when a process dies — and leaves the rest to recovery.
     private func crash(_ shareIDs: [String], at crashPoint: CrashPoint, recording: RecordingProcessor) async throws {
-        switch crashPoint {
-        case .beforeProcess, .afterProcessBeforeRecord:
-            for shareID in shareIDs {
-                try FileManager.default.moveItem(
-                    atPath: spool.path(.incoming, shareID), toPath: spool.path(.processing, shareID))
-                guard crashPoint == .afterProcessBeforeRecord else { continue }
-                let manifest = try spool.manifest(.processing, shareID)
-                let share = try ClaimedShare(
-                    manifest: manifest, directory: absolute(spool.path(.processing, shareID)), attempt: 1)
-                try await recording.process(share)
-            }
-        case .afterRecordBeforeDelete:
-            // The consumer records each share processed and deletes it; a copy taken while the processor ran is
-            // put back afterwards, so `processing/S` is what a crash between the record and the delete leaves.
-            let held = directory + "/held"
-            let holding = HoldingProcessor(recording, spool: spool, into: held)
-            _ = try await Consumer(spool: spool, processor: holding, configuration: consumerConfiguration).drain()
-            for shareID in shareIDs {
-                try FileManager.default.moveItem(atPath: held + "/" + shareID, toPath: spool.path(.processing, shareID))
-            }
+        for claim in try spool.claim(shareIDs) {
+            guard crashPoint != .beforeProcess else { continue }
+            let manifest = try spool.manifest(.processing, claim.shareID)
+            let share = try ClaimedShare(
+                manifest: manifest, directory: absolute(spool.path(.processing, claim.shareID)),
+                attempt: claim.previousAttempts + 1)
+            try await recording.process(share)
+            if crashPoint == .afterRecordBeforeDelete { try spool.recordProcessed(claim, durationMilliseconds: 0) }
         }
     }
 
@@ -383,29 +372,5 @@ private final class RecordingProcessor: Processor {
     func process(_ share: ClaimedShare) async throws {
         log.withLock { $0.append(share) }
         try await processor.process(share)
-    }
-}
-
-/// Runs the recording processor, then copies the claimed share's directory aside so the harness can put it back
-/// after the consumer has recorded it processed and deleted it.
-private struct HoldingProcessor: Processor {
-    let recording: RecordingProcessor
-    let spool: Spool
-    let held: String
-
-    init(_ recording: RecordingProcessor, spool: Spool, into held: String) {
-        self.recording = recording
-        self.spool = spool
-        self.held = held
-    }
-
-    func process(_ share: ClaimedShare) async throws {
-        try await recording.process(share)
-        let source = spool.path(.processing, share.shareId)
-        let target = held + "/" + share.shareId
-        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: source) where name != ".lock" {
-            try FileManager.default.copyItem(atPath: source + "/" + name, toPath: target + "/" + name)
-        }
     }
 }

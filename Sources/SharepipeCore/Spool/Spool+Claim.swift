@@ -3,11 +3,11 @@ import Glibc
 /// A share claimed by this process. The exclusive lock on the directory `processing/S` is held for as long as this
 /// object lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live
 /// one.
-final class ShareClaim: Sendable {
+package final class ShareClaim: Sendable {
     /// The claimed share.
-    let shareID: String
+    package let shareID: String
     /// Attempts recorded before this one.
-    let previousAttempts: Int
+    package let previousAttempts: Int
     private let held: HeldLock
 
     fileprivate init(previousAttempts: Int, held: HeldLock) {
@@ -56,7 +56,7 @@ private final class HeldLock: Sendable {
 extension Spool {
     /// Claims shares in `incoming`, recording all the claims in one commit; shares another claimer won, or that are
     /// gone, are left out.
-    func claim(_ shareIDs: [String]) throws -> [ShareClaim] {
+    package func claim(_ shareIDs: [String]) throws -> [ShareClaim] {
         var held: [HeldLock] = []
         for shareID in shareIDs {
             do {
@@ -90,6 +90,17 @@ extension Spool {
     /// Success, recorded and removed in the completer's next batch.
     func complete(_ claim: ShareClaim, durationMilliseconds: Int64) {
         completer.complete(claim, durationMilliseconds: durationMilliseconds, spool: self)
+    }
+
+    /// The completer's two steps one share at a time, for a harness that stops between them (SharepipeTesting):
+    /// the processed record, committed now.
+    package func recordProcessed(_ claim: ShareClaim, durationMilliseconds: Int64) throws {
+        logViolations(try ledger.recordProcessed([(claim.shareID, durationMilliseconds)]), during: "complete")
+    }
+
+    /// The completer's second step: the claimed directory removed (its lock is released when the claim goes).
+    package func removeClaimed(_ claim: ShareClaim) throws {
+        try claim.removeDirectory(in: self)
     }
 
     /// A failed attempt with attempts left: back to `incoming`, not to be claimed before `notBefore`.
