@@ -61,6 +61,28 @@ import Testing
         }
     }
 
+    /// A backlog far larger than the descriptor limit: claims must not run ahead of the removals (each claim holds
+    /// its directory open), or the consumer dies with "Too many open files".
+    @Test func aBacklogDeeperThanTheDescriptorLimitIsProcessedWhole() async throws {
+        try await withTemporaryDirectory { dir in
+            let (inbox, state) = (dir + "/inbox", dir + "/state")
+            _ = try drop(1500, into: inbox)
+            let binary = try sharepipeBinaryPath()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = [
+                "-c", "ulimit -n 256 && ulimit -Hn 256 && exec \"$0\" daemon --oneshot --processor discard "
+                    + "--inbox \"$1\" --state \"$2\" 2>/dev/null",
+                binary, inbox, state,
+            ]
+            try launchSerially(process)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(names(inbox).isEmpty)
+            #expect(names(state + "/incoming").isEmpty && names(state + "/processing").isEmpty)
+        }
+    }
+
     /// Starts a daemon and waits until it is ready.
     func startDaemon(_ arguments: [String]) async throws -> SharepipeProcess {
         let daemon = try SharepipeProcess(arguments)

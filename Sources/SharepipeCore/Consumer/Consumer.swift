@@ -65,6 +65,7 @@ public struct Consumer: Sendable {
     }
 
     private func work(untilEmpty: Bool) async throws -> ConsumeSummary {
+        System.raiseDescriptorLimit()
         let dispatcher = Dispatcher(
             spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty)
         let threads = (0..<max(1, configuration.workers)).map { WorkerThread(name: "sp-consumer-\($0)") }

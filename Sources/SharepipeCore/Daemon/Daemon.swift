@@ -43,6 +43,7 @@ public struct Daemon: Sendable {
 
     /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
     public func run() async throws -> Int32 {
+        System.raiseDescriptorLimit()
         let spool = try Spool(root: configuration.state, logger: logger)
         let report = try spool.recover()
         logger.info("daemon.recovered", [

@@ -16,7 +16,10 @@ final class SpoolCompleter: Sendable {
         case recordProcessed = "record-processed", removed
     }
 
-    static let maxShares = 256
+    /// Completions per batch, and queued at most before `complete` waits: each holds its claim's directory open,
+    /// so workers must not run ahead of the removals without bound (they would run out of descriptors on a deep
+    /// backlog). 128, or less under a low descriptor limit.
+    let maxShares = min(128, max(8, (System.descriptorLimit() - 96) / 4))
 
     private static let crashAfter = ProcessInfo.processInfo.environment["SHAREPIPE_CRASH_AFTER"]
         .flatMap(Step.init(rawValue:))
@@ -41,10 +44,16 @@ final class SpoolCompleter: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Signalled whenever the queue shrinks, for callers waiting under `maxQueued`.
+    private let room = NSCondition()
 
-    /// Queues a processed share for recording and removal; returns at once.
+    /// Queues a processed share for recording and removal; returns at once unless `maxQueued` completions are
+    /// already waiting (then it blocks until the completer has taken some: callers are the consumer's own threads).
     func complete(_ claim: consuming ShareClaim, durationMilliseconds: Int64, spool: Spool) {
         let pending = Pending(claim, durationMilliseconds: durationMilliseconds)
+        room.lock()
+        while state.withLock({ $0.queue.count >= maxShares }) { room.wait() }
+        room.unlock()
         let start = state.withLock { state in
             state.queue.append(pending)
             defer { state.running = true }
@@ -79,7 +88,7 @@ final class SpoolCompleter: Sendable {
     private func run(_ spool: Spool) {
         while true {
             let (batch, waiters): ([Pending], [CheckedContinuation<Void, Never>]) = state.withLock { state in
-                let count = min(state.queue.count, Self.maxShares)
+                let count = min(state.queue.count, maxShares)
                 let taken = Array(state.queue.prefix(count))
                 state.queue.removeFirst(count)
                 if taken.isEmpty {
@@ -89,6 +98,9 @@ final class SpoolCompleter: Sendable {
                 }
                 return (taken, [])
             }
+            room.lock()
+            room.broadcast()
+            room.unlock()
             if batch.isEmpty {
                 for waiter in waiters { waiter.resume() }
                 return
@@ -108,15 +120,18 @@ final class SpoolCompleter: Sendable {
             for pending in batch { pending.claim.withLock { $0 = nil } }
             return
         }
-        for pending in batch {
-            do {
-                try pending.claim.withLock { try $0?.removeDirectory(in: spool) }
-            } catch {
-                spool.logger?.error("spool.remove_failed", [
-                    ("code", .string(ShareError.Code.io.rawValue)), ("share", .string(pending.shareID)),
-                ])
+        // Removals are metadata work in separate directories: a few run at once.
+        DispatchQueue.concurrentPerform(iterations: min(4, batch.count)) { lane in
+            for pending in stride(from: lane, to: batch.count, by: 4).map({ batch[$0] }) {
+                do {
+                    try pending.claim.withLock { try $0?.removeDirectory(in: spool) }
+                } catch {
+                    spool.logger?.error("spool.remove_failed", [
+                        ("code", .string(ShareError.Code.io.rawValue)), ("share", .string(pending.shareID)),
+                    ])
+                }
+                pending.claim.withLock { $0 = nil }
             }
-            pending.claim.withLock { $0 = nil }
         }
         if Self.crashAfter == .removed { kill(getpid(), SIGKILL) }
     }

@@ -210,6 +210,22 @@ enum System {
         }
     }
 
+    /// Raises the soft limit on open descriptors to the hard limit (systemd and most shells start processes at a
+    /// soft 1,024): the spool keeps a descriptor per claimed share and per inbox file in flight.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// The soft limit on open descriptors.
+    static func descriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// Free bytes available to unprivileged users on the file system holding `path`.
     static func freeBytes(_ path: String) throws -> Int64 {
         var bytes: UInt64 = 0
