@@ -61,6 +61,8 @@ public struct ShareLoader: Sendable {
             let info = AttachmentRecord.ErrorInfo(
                 code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
             receipt = ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
+        } else if shareState.cancelled.load(ordering: .relaxed) {
+            receipt = rollBackCancelled(shareID: shareID, sourceApp: sourceApp, records: records)
         } else {
             receipt = finish(shareID: shareID, sourceApp: sourceApp, records: records, sources: sources)
         }
@@ -251,6 +253,22 @@ public struct ShareLoader: Sendable {
         } catch {
             return .failure(ShareError(.io, "\(error)"))
         }
+    }
+
+    /// A share cancelled before it was published: whatever was copied is rolled back, the ledger records the share
+    /// rejected with ERR_CANCELLED, and the receipt says the share failed (exit 1).
+    private func rollBackCancelled(shareID: String, sourceApp: String?, records: [AttachmentRecord]) -> ShareReceipt {
+        var records = records
+        for index in records.indices where records[index].status == .copied {
+            records[index].status = .rolledBack
+        }
+        try? spool.remove(.staging, shareID)
+        try? spool.ledger.recordStaged(Manifest(
+            shareId: shareID, sourceApp: sourceApp, createdAt: Date().rfc3339, policy: configuration.policy,
+            attachments: records), sources: [])
+        try? spool.ledger.recordRejected(shareID: shareID, code: .cancelled)
+        let info = AttachmentRecord.ErrorInfo(code: .cancelled, message: "the share was cancelled")
+        return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
     }
 
     /// Applies the policy, then publishes (manifest, ledger, one rename) or rolls the share back.
