@@ -102,7 +102,7 @@ struct Case {
     var peakKiB = 0
 }
 
-func runRound(_ item: inout Case) {
+@MainActor func runRound(_ item: inout Case) {
     let target = directory + "/cp-target"
     try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
     let quoted = item.files.map { "'\($0)'" }.joined(separator: " ")

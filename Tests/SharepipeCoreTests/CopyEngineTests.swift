@@ -6,10 +6,33 @@ import Testing
 
 /// Pseudo-random bytes, different for each seed.
 private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+    var words = [UInt64](repeating: 0, count: (count + 7) / 8)
     var state = seed
-    return (0..<count).map { _ in
+    for index in words.indices {
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return UInt8(truncatingIfNeeded: state >> 33)
+        words[index] = state
+    }
+    return words.withUnsafeBytes { Array($0.prefix(count)) }
+}
+
+/// A task to cancel from a callback that may run before the task is known.
+private final class Canceller: Sendable {
+    private let state = Mutex<(task: Task<ShareReceipt, Never>?, requested: Bool)>((nil, false))
+
+    func hold(_ task: Task<ShareReceipt, Never>) {
+        let requested = state.withLock { state in
+            state.task = task
+            return state.requested
+        }
+        if requested { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state in
+            state.requested = true
+            return state.task
+        }
+        task?.cancel()
     }
 }
 
@@ -203,10 +226,11 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let small = try writeFile(dir + "/small.txt", "copied before the cancel")
             let large = try writeFile(dir + "/large.bin", randomBytes(4 * CopyEngine.chunkSize, seed: 17))
             let spool = try Spool(root: dir + "/state")
-            let started = AsyncStream.makeStream(of: Void.self)
+            let canceller = Canceller()
             var configuration = LoaderConfiguration()
             configuration.concurrency = 1
-            configuration.progress = { index, _ in if index == 1 { started.continuation.yield() } }
+            // Cancelled once the large attachment's first chunk is copied: the small one is done by then.
+            configuration.progress = { index, _ in if index == 1 { canceller.cancel() } }
             let loader = ShareLoader(spool: spool, configuration: configuration)
             let task = Task {
                 await loader.load([
@@ -214,10 +238,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
                     FileItemProvider(path: large, types: ["public.data"]),
                 ])
             }
-            for await _ in started.stream {
-                task.cancel()
-                break
-            }
+            canceller.hold(task)
             let receipt = await task.value
             #expect(receipt.status == .failed)
             #expect(receipt.error?.code == .cancelled)
