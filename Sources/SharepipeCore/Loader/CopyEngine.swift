@@ -6,10 +6,10 @@ import Synchronization
 /// held whole in memory.
 ///
 /// A file is copied in chunks by the kernel (`copy_file_range`, falling back to read/write), and each chunk is
-/// hashed on a thread of its own from the copy's pages (mapped, not copied out) while the next chunk is copied; the
-/// writeback of each chunk to the disk is started as soon as it is copied. A large attachment therefore costs about
-/// the slowest of copy, hash and disk write, plus an `fsync` that finds almost nothing left to write. Memory per
-/// copy is a 1 MiB mapping window, plus a 1 MiB buffer when the kernel cannot copy, whatever the file size.
+/// hashed on a thread of its own from the copy's pages while the next chunk is copied; the writeback of each chunk
+/// to the disk is started as soon as it is copied. A large attachment therefore costs about the slowest of copy,
+/// hash and disk write, plus an `fsync` that finds almost nothing left to write. Memory per copy is a 1 MiB hashing
+/// buffer, plus a 1 MiB copy buffer when the kernel cannot copy, whatever the file size.
 struct CopyEngine: Sendable {
     /// What a finished copy is.
     struct Result: Sendable {
@@ -145,7 +145,7 @@ struct CopyEngine: Sendable {
         // Buffers sized to the file as stat saw it (only a hint: the byte count is what the copy finds), so a 4 KiB
         // share does not map and unmap megabytes.
         let bufferSize = Int(min(max(sizeHint + 1, 4096), Int64(Self.bufferSize)))
-        let hasher = RangeHasher(descriptor: output.rawValue, window: bufferSize)
+        let hasher = RangeHasher(descriptor: output.rawValue, bufferSize: bufferSize)
         // Whatever happens, the hashing thread is done with the descriptor before its owner closes it.
         defer { hasher.waitUntilIdle() }
         var buffer: UnsafeMutableRawBufferPointer?
@@ -202,27 +202,28 @@ struct CopyEngine: Sendable {
 }
 
 /// Hashes ranges of the copy on its own thread while the next chunk is copied, so hashing and copying overlap. It
-/// hashes the copy's own pages, mapped a window at a time (read into a buffer when the file cannot be mapped), so
-/// the digest is of the bytes that landed and no extra copy of them is made. At most two ranges wait, so the copy
-/// never runs more than two chunks ahead and memory stays flat. It only borrows the descriptor number: its owner
-/// waits for `waitUntilIdle()` before closing it.
+/// reads the copy (from the page cache) a buffer at a time, so the digest is of the bytes that landed. At most two
+/// ranges wait, so the copy never runs more than two chunks ahead and memory stays flat. It only borrows the
+/// descriptor number: its owner waits for `waitUntilIdle()` before closing it.
+///
+/// Reading into a buffer was measured against mapping the copy a window at a time: with four copies running, the
+/// mappings' mmap/munmap calls cost more system time than the memory copy they save.
 private final class RangeHasher: @unchecked Sendable {
     private let descriptor: Int32
-    private let window: Int
     private let queue = DispatchQueue(label: "sharepipe.copy.hash")
     private let slots = DispatchSemaphore(value: 2)
     private let hasher = SHA256()
     private let failure = Mutex<ShareError?>(nil)
-    /// Only for a file that cannot be mapped; used by the hashing thread alone.
-    private var buffer: UnsafeMutableRawBufferPointer?
+    /// Used by the hashing thread alone.
+    private let buffer: UnsafeMutableRawBufferPointer
 
-    init(descriptor: Int32, window: Int) {
+    init(descriptor: Int32, bufferSize: Int) {
         self.descriptor = descriptor
-        self.window = window
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
     }
 
     deinit {
-        buffer?.deallocate()
+        buffer.deallocate()
     }
 
     /// Queues the range for hashing, waiting while two ranges are already queued; throws the hashing thread's
@@ -238,32 +239,19 @@ private final class RangeHasher: @unchecked Sendable {
             guard failure.withLock({ $0 == nil }) else { return }
             var done = 0
             while done < count {
-                let length = min(window, count - done)
+                let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, count - done)])
                 do {
-                    try hashWindow(at: offset + Int64(done), length: length)
+                    let read = try System.call("pread") {
+                        Glibc.pread(descriptor, slice.baseAddress, slice.count, off_t(offset + Int64(done)))
+                    }
+                    guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
+                    hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
+                    done += read
                 } catch {
                     failure.withLock { $0 = error as? ShareError ?? ShareError(.io, "\(error)") }
                     return
                 }
-                done += length
             }
-        }
-    }
-
-    private func hashWindow(at offset: Int64, length: Int) throws {
-        let hashed: Void? = FileDescriptor.withMapping(descriptor, offset: offset, length: length) { hasher.update($0) }
-        if hashed != nil { return }
-        let buffer = buffer ?? .allocate(byteCount: window, alignment: 4096)
-        self.buffer = buffer
-        var done = 0
-        while done < length {
-            let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<(length - done)])
-            let read = try System.call("pread") {
-                Glibc.pread(descriptor, slice.baseAddress, slice.count, off_t(offset + Int64(done)))
-            }
-            guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
-            hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
-            done += read
         }
     }
 

@@ -40,21 +40,3 @@ extension FileDescriptor {
         }
     }
 }
-
-extension FileDescriptor {
-    /// Maps `length` bytes at `offset` of a file read-only for the duration of `body`, faulting them in at once, so
-    /// bytes already in the page cache are read in place instead of being copied out first. Returns nil, without
-    /// calling `body`, when the file cannot be mapped. The file must not shrink meanwhile (reading a page past its
-    /// end raises SIGBUS): map only files this process owns and writes.
-    static func withMapping<T>(
-        _ descriptor: Int32, offset: Int64, length: Int, _ body: (UnsafeRawBufferPointer) throws -> T
-    ) rethrows -> T? {
-        let page = Int64(sysconf(Int32(_SC_PAGESIZE)))
-        let start = offset - offset % page
-        let lead = Int(offset - start)
-        let mapped = mmap(nil, lead + length, PROT_READ, MAP_SHARED | MAP_POPULATE, descriptor, off_t(start))
-        guard let mapped, mapped != MAP_FAILED else { return nil }
-        defer { munmap(mapped, lead + length) }
-        return try body(UnsafeRawBufferPointer(start: mapped + lead, count: length))
-    }
-}
