@@ -46,7 +46,8 @@ package func withCancellationOnSignals<T: Sendable>(
     _ numbers: [Int32] = [SIGINT, SIGTERM], onSignal: @escaping @Sendable (Int32) -> Void = { _ in },
     _ body: @escaping @Sendable () async -> T
 ) async -> T {
-    let task = Task { await body() }
+    // The handlers are in place before the body starts, so no signal it could cause or wait for is missed.
+    let target = PendingCancellation<T>()
     let dispositions = SavedDispositions(numbers.filter { !System.isIgnored($0) })
     let queue = DispatchQueue(label: "sharepipe.signals.cancel")
     let sources = dispositions.numbers.map { number -> any DispatchSourceSignal in
@@ -55,11 +56,13 @@ package func withCancellationOnSignals<T: Sendable>(
         source.setEventHandler {
             guard dispositions.restore() else { return }
             onSignal(number)
-            task.cancel()
+            target.cancel()
         }
         source.resume()
         return source
     }
+    let task = Task { await body() }
+    target.hold(task)
     let result = await task.value
     dispositions.restore()
     for source in sources { source.cancel() }
@@ -74,6 +77,26 @@ extension System {
             return false
         }
         return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+}
+
+/// A task to cancel, which a signal may ask for before the task exists.
+private final class PendingCancellation<T: Sendable>: Sendable {
+    private let state = Mutex<(task: Task<T, Never>?, requested: Bool)>((nil, false))
+
+    func hold(_ task: Task<T, Never>) {
+        let requested = state.withLock { state in
+            state.task = task
+            return state.requested
+        }
+        if requested { task.cancel() }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.requested = true
+            return state.task
+        }?.cancel()
     }
 }
 
