@@ -41,7 +41,9 @@ private final class SignalSources: @unchecked Sendable {
 /// process at once). They are put back when `body` returns too. A signal that was ignored when this was called
 /// (a background job's SIGINT) stays ignored.
 ///
-/// `onSignal` runs on a private queue when the first signal arrives, before the task is cancelled.
+/// `onSignal` runs on a private queue when the first signal arrives, before the task is cancelled. Like `signals(_:)`
+/// this relies on libdispatch's signal sources, which register asynchronously: a signal in the first moments, before
+/// the registration is done, is ignored.
 package func withCancellationOnSignals<T: Sendable>(
     _ numbers: [Int32] = [SIGINT, SIGTERM], onSignal: @escaping @Sendable (Int32) -> Void = { _ in },
     _ body: @escaping @Sendable () async -> T
