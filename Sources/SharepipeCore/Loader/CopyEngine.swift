@@ -78,7 +78,7 @@ struct CopyEngine: Sendable {
             // Announcing is for display only: a file system without user extended attributes is not an error.
             if announced { try? output.setAttribute(Self.expectedSizeAttribute, sizeHint) }
             let result = try stream(from: input, to: output, sizeHint: sizeHint, inFlight: inFlight)
-            if announced { try output.removeAttribute(Self.expectedSizeAttribute) }
+            if announced { try? output.removeAttribute(Self.expectedSizeAttribute) }
             try output.sync()
             return result
         } catch {
