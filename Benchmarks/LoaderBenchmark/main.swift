@@ -1,123 +1,152 @@
-// Copies a 1 GiB file through the loader and with `cp` in one run; prints throughputs, ratios and the loader's
-// peak RSS. A benchmark, never a pass/fail test.
+// `sharepipe share` of one large attachment and of a share of many attachments, against `cp` followed by `sync`
+// of the same files on the same file system, in interleaved rounds; prints throughputs, ratios and the share
+// process's peak RSS. A benchmark, never a pass/fail test.
 //
-//     swift run -c release LoaderBenchmark [--size-mib N] [--dir DIR]
+//     swift run -c release LoaderBenchmark [--size-mib N] [--count N] [--each-mib N] [--rounds N] [--dir DIR]
+//                                          [--binary PATH]
+//
+// Defaults: one 1024 MiB attachment, 20 attachments of 100 MiB, 3 rounds, ./.build/loader-benchmark, and the
+// `sharepipe` next to this executable.
 import Foundation
 import Glibc
-import SharepipeCore
-
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    try body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-}
-
-func shell(_ command: String) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    try? process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
-}
-
-let arguments = CommandLine.arguments
-// Child mode: load one file through the loader, so the parent can read this process's peak RSS alone.
-if arguments.count == 4 && arguments[1] == "--child" {
-    let spool = try Spool(root: arguments[3])
-    var configuration = LoaderConfiguration()
-    configuration.maxFileSize = 1 << 40
-    configuration.maxShareSize = 1 << 40
-    configuration.minFreeBytes = 0
-    let receipt = await ShareLoader(spool: spool, configuration: configuration)
-        .load([FileItemProvider(path: arguments[2], types: ["public.data"])])
-    exit(receipt.status == .complete ? 0 : 1)
-}
 
 var sizeMiB = 1024
+var count = 20
+var eachMiB = 100
+var rounds = 3
 var directory = FileManager.default.currentDirectoryPath + "/.build/loader-benchmark"
+var binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path + "/sharepipe"
 var index = 1
-while index < arguments.count {
+let arguments = CommandLine.arguments
+while index + 1 < arguments.count {
+    let value = arguments[index + 1]
     switch arguments[index] {
-    case "--size-mib": sizeMiB = Int(arguments[index + 1]) ?? sizeMiB
-    case "--dir": directory = arguments[index + 1]
-    default: break
+    case "--size-mib": sizeMiB = Int(value) ?? sizeMiB
+    case "--count": count = Int(value) ?? count
+    case "--each-mib": eachMiB = Int(value) ?? eachMiB
+    case "--rounds": rounds = Int(value) ?? rounds
+    case "--dir": directory = value
+    case "--binary": binary = value
+    default: fatalError("unknown argument \(arguments[index])")
     }
     index += 2
 }
-try? FileManager.default.removeItem(atPath: directory)
-try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: directory) }
 
-let source = directory + "/source.bin"
-var block = [UInt8](repeating: 0, count: 1 << 20)
-var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-for i in block.indices {
-    seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-    block[i] = UInt8(truncatingIfNeeded: seed >> 33)
-}
-_ = FileManager.default.createFile(atPath: source, contents: nil)
-let handle = FileHandle(forWritingAtPath: source)!
-for _ in 0..<sizeMiB { handle.write(Data(block)) }
-try handle.synchronize()
-try handle.close()
-_ = shell("cat '\(source)' > /dev/null")
-let bytes = Double(sizeMiB) * 1_048_576
-
-func runCp(durable: Bool, source: String, directory: String) -> Double {
-    let target = directory + "/cp-\(UUID().uuidString)"
-    let time = seconds { _ = shell("cp '\(source)' '\(target)'" + (durable ? " && sync '\(target)'" : "")) }
-    try? FileManager.default.removeItem(atPath: target)
-    return time
+/// What one timed run cost.
+struct Run {
+    var seconds: Double
+    /// Peak RSS of the process run, in KiB (0 for shell pipelines).
+    var peakKiB: Int
 }
 
-func runLoader(executable: String, source: String, directory: String) -> (Double, Int) {
-    runChild(executable: executable, source: source, directory: directory)
-}
-
-func runChild(executable: String, source: String, directory: String) -> (Double, Int) {
-    let state = directory + "/state-\(UUID().uuidString)"
+/// Spawns `argv` directly (no shell, so ru_maxrss is the program's own), waits, and times it.
+func spawn(_ argv: [String], output: String = "/dev/null") -> Run {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, output + ".stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let pointers: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
     var pid: pid_t = 0
-    let argv: [UnsafeMutablePointer<CChar>?] = [executable, "--child", source, state].map { (text: String) in strdup(text) } + [nil]
-    defer { argv.forEach { free($0) } }
     let start = DispatchTime.now().uptimeNanoseconds
-    guard posix_spawn(&pid, executable, nil, nil, argv, environ) == 0 else { fatalError("spawn failed") }
+    guard posix_spawn(&pid, argv[0], &actions, nil, pointers, environ) == 0 else { fatalError("spawn \(argv[0])") }
     var status: Int32 = 0
     var usage = rusage()
     wait4(pid, &status, 0, &usage)
-    let time = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-    try? FileManager.default.removeItem(atPath: state)
-    guard status == 0 else { fatalError("loader child failed with status \(status)") }
-    return (time, usage.ru_maxrss)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    guard status == 0 else { fatalError("\(argv.joined(separator: " ")) failed with status \(status)") }
+    return Run(seconds: seconds, peakKiB: usage.ru_maxrss)
 }
 
-var cpTimes: [Double] = []
-var durableCpTimes: [Double] = []
-var loaderTimes: [Double] = []
-var peakRSS = 0
-// Each run starts with no dirty pages from the previous one, so none pays for another's writeback.
-for _ in 0..<3 {
-    _ = shell("sync")
-    cpTimes.append(runCp(durable: false, source: source, directory: directory))
-    _ = shell("sync")
-    durableCpTimes.append(runCp(durable: true, source: source, directory: directory))
-    _ = shell("sync")
-    let (time, rss) = runLoader(executable: arguments[0], source: source, directory: directory)
-    loaderTimes.append(time)
-    peakRSS = max(peakRSS, rss)
+func shell(_ command: String) -> Run {
+    spawn(["/bin/sh", "-c", command])
 }
-let cp = cpTimes.min()!
-let durableCp = durableCpTimes.min()!
-let loader = loaderTimes.min()!
-func rate(_ time: Double) -> String { String(format: "%7.0f MiB/s", bytes / time / 1_048_576) }
-print("1 GiB attachment (\(sizeMiB) MiB, best of 3, page cache warm)")
-print("  cp                      \(rate(cp))")
-print("  cp + fsync (sync FILE)  \(rate(durableCp))")
-print("  sharepipe loader        \(rate(loader))   (copy_file_range + SHA-256 + libmagic + fsync + publish)")
-print(String(format: "  ratio loader / cp            %.2fx", cp / loader))
-print(String(format: "  ratio loader / cp + fsync    %.2fx", durableCp / loader))
+
+/// A file of pseudo-random bytes (incompressible, so no layer of the stack can shortcut it).
+func makeFile(_ path: String, mebibytes: Int, seed: UInt64) {
+    var block = [UInt8](repeating: 0, count: 1 << 20)
+    var state = seed
+    let handle = FileHandle(forWritingAtPath: path) ?? {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        return FileHandle(forWritingAtPath: path)!
+    }()
+    for _ in 0..<mebibytes {
+        for i in stride(from: 0, to: block.count, by: 8) {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            withUnsafeBytes(of: state) { block.replaceSubrange(i..<i + 8, with: $0) }
+        }
+        handle.write(Data(block))
+    }
+    try? handle.close()
+}
+
+try? FileManager.default.removeItem(atPath: directory)
+try FileManager.default.createDirectory(atPath: directory + "/many", withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: directory) }
+let single = directory + "/single.bin"
+makeFile(single, mebibytes: sizeMiB, seed: 1)
+let many = (0..<count).map { directory + "/many/part-\($0).bin" }
+for (number, path) in many.enumerated() { makeFile(path, mebibytes: eachMiB, seed: UInt64(number + 2)) }
+// Sources in the page cache and nothing dirty: every run reads from memory and writes its own bytes only.
+_ = shell("cat '\(directory)'/single.bin '\(directory)'/many/* > /dev/null; sync")
+
+/// One case: the same files copied by `cp` + `sync` and shared by `sharepipe share`, alternating.
+struct Case {
+    var name: String
+    var files: [String]
+    var mebibytes: Int
+    var cp: [Double] = []
+    var durableCp: [Double] = []
+    var share: [Double] = []
+    var peakKiB = 0
+}
+
+@MainActor func runRound(_ item: inout Case) {
+    let target = directory + "/cp-target"
+    try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+    let quoted = item.files.map { "'\($0)'" }.joined(separator: " ")
+    _ = shell("sync")
+    item.cp.append(shell("cp \(quoted) '\(target)/'").seconds)
+    _ = shell("rm -rf '\(target)'; sync")
+    try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+    item.durableCp.append(shell("cp \(quoted) '\(target)/' && sync '\(target)'/*").seconds)
+    _ = shell("rm -rf '\(target)'; sync")
+    // A spool that exists already, as for a user who shares more than once: the run pays for the process, the
+    // ledger, libmagic, the copies, their hashes, fsyncs and the publish, not for creating the state directory.
+    let state = directory + "/state"
+    let run = spawn([binary, "share", "--state", state, "--json"] + item.files.map { $0 + "=public.data" },
+        output: directory + "/receipt.json")
+    let receipt = (try? String(contentsOfFile: directory + "/receipt.json", encoding: .utf8)) ?? ""
+    guard receipt.contains("\"status\" : \"complete\"") else { fatalError("sharepipe share did not complete") }
+    item.share.append(run.seconds)
+    item.peakKiB = max(item.peakKiB, run.peakKiB)
+    _ = shell("rm -rf '\(state)/incoming'/*; sync")
+}
+
 let tiny = directory + "/tiny.txt"
 _ = FileManager.default.createFile(atPath: tiny, contents: Data("tiny".utf8))
-let (_, baselineRSS) = runChild(executable: arguments[0], source: tiny, directory: directory)
-print("  loader peak RSS         \(peakRSS / 1024) MiB (whole process, ru_maxrss)")
-print("  same process, 4-byte file  \(baselineRSS / 1024) MiB  -> the 1 GiB copy itself adds \((peakRSS - baselineRSS) / 1024) MiB")
+let baseline = spawn([binary, "share", "--state", directory + "/state", tiny], output: directory + "/tiny.out")
+
+var cases = [
+    Case(name: "1 attachment of \(sizeMiB) MiB", files: [single], mebibytes: sizeMiB),
+    Case(name: "\(count) attachments of \(eachMiB) MiB", files: many, mebibytes: count * eachMiB),
+]
+for _ in 0..<rounds {
+    for number in cases.indices { runRound(&cases[number]) }
+}
+
+func rate(_ mebibytes: Int, _ seconds: Double) -> String { String(format: "%7.0f MiB/s", Double(mebibytes) / seconds) }
+print("sharepipe share vs cp + sync (best of \(rounds) interleaved rounds, sources in the page cache)")
+for item in cases {
+    let cp = item.cp.min()!, durableCp = item.durableCp.min()!, share = item.share.min()!
+    print("\(item.name)")
+    print("  cp                      \(rate(item.mebibytes, cp))")
+    print("  cp + sync FILES         \(rate(item.mebibytes, durableCp))")
+    print("  sharepipe share         \(rate(item.mebibytes, share))   (copy, hash, sniff, fsync, ledger, publish)")
+    print(String(format: "  ratio share / cp + sync      %.2fx", durableCp / share))
+    print("  share peak RSS          \(item.peakKiB / 1024) MiB")
+    let rounds = zip(item.durableCp, item.share).map { String(format: "%.2f/%.2f s", $0, $1) }
+    print("  rounds (cp + sync / share): \(rounds.joined(separator: ", "))")
+}
+print("4-byte share peak RSS     \(baseline.peakKiB / 1024) MiB")

@@ -70,6 +70,11 @@ struct ShareCommand: Command {
         caller: call back before the load call returns). Files are handed out as temporary copies, so \
         afterCallback never touches the files the scenario names.
 
+        SIGINT or SIGTERM while the share loads cancels it: whatever was copied is rolled back, nothing is \
+        published, the receipt marks the attachments in flight ERR_CANCELLED and the exit status is 1. A second \
+        SIGINT ends sharepipe at once, still without publishing anything. On a terminal, stderr shows the bytes \
+        copied, the rate and the time left while large attachments copy.
+
         Exit status: 0 complete, 3 partial, 4 rejected (nothing accepted, rolled back, or not activated), \
         1 failed (e.g. ERR_CONTAINER_UNAVAILABLE), 2 usage error.
         """
@@ -201,8 +206,16 @@ struct ShareCommand: Command {
         let progress = ShareProgress(total: expectedBytes, count: providers.count)
         var configuration = configuration
         configuration.progress = { index, bytes in progress.update(index: index, bytes: bytes) }
-        let receipt = await ShareLoader(spool: spool, registry: registry, configuration: configuration)
-            .load(providers, sourceApp: sourceApp)
+        let loader = ShareLoader(spool: spool, registry: registry, configuration: configuration)
+        // The first SIGINT or SIGTERM cancels the load, which rolls the share back and still ends in a receipt; a
+        // second one ends the process at once (nothing is published half-way: publishing is one rename, and an
+        // unpublished staging directory is removed by the next daemon or consume start).
+        let receipt = await withCancellationOnSignals(onSignal: { _ in
+            progress.finish()
+            Output.write("cancelling: rolling the share back (interrupt again to quit at once)\n", to: .standardError)
+        }) {
+            await loader.load(providers, sourceApp: sourceApp)
+        }
         progress.finish()
         return receipt
     }

@@ -17,13 +17,16 @@ func secondsSince(_ date: Date, now: Date = Date()) -> Int {
     max(0, Int(now.timeIntervalSince(date).rounded(.down)))
 }
 
-/// `sharepipe status`: shares per stage, pending bytes, the oldest pending share, failures of the last 24 hours.
+/// `sharepipe status`: shares per stage, copies in flight, pending bytes, the oldest pending share, failures of the
+/// last 24 hours.
 struct StatusCommand: Command {
     static let name = "status"
-    static let abstract = "Show shares per stage, pending bytes and the last 24 hours' failures by code."
+    static let abstract = "Show shares per stage, copies in flight, pending bytes and the last 24 hours' failures."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
     static let discussion = """
-        Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. The state
+        Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. Copies in
+        flight are read from staging as they are written, by a running daemon or share command: the bytes copied so
+        far of the sizes their sources had when the copy began (a copy under 1 MiB counts as done). The state
         directory must exist: status never creates it (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1).
         """
 
@@ -37,8 +40,16 @@ struct StatusCommand: Command {
             var quarantine: Int
         }
 
+        /// Copies being written into staging by live loaders.
+        struct InFlight: Encodable {
+            var copies: Int
+            var bytesDone: Int64
+            var bytesTotal: Int64
+        }
+
         var state: String
         var stages: Stages
+        var inFlight: InFlight
         var pendingBytes: Int64
         var oldestPendingAgeSeconds: Int?
         var recentFailures: [String: Int]
@@ -46,13 +57,14 @@ struct StatusCommand: Command {
         var rejected: Int
 
         enum CodingKeys: String, CodingKey {
-            case state, stages, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
+            case state, stages, inFlight, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
         }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(state, forKey: .state)
             try container.encode(stages, forKey: .stages)
+            try container.encode(inFlight, forKey: .inFlight)
             try container.encode(pendingBytes, forKey: .pendingBytes)
             try container.encode(oldestPendingAgeSeconds, forKey: .oldestPendingAgeSeconds)
             try container.encode(recentFailures, forKey: .recentFailures)
@@ -73,11 +85,15 @@ struct StatusCommand: Command {
         let spool = try Spool.openExisting(root: state)
         let status = try spool.status()
         func count(_ stage: Spool.Stage) throws -> Int { try spool.shareIDs(in: stage).count }
+        let copies = try spool.copiesInFlight()
         let report = Report(
             state: spool.root,
             stages: Report.Stages(
                 staging: try count(.staging), incoming: try count(.incoming), processing: try count(.processing),
                 quarantine: try count(.quarantine)),
+            inFlight: Report.InFlight(
+                copies: copies.count, bytesDone: copies.reduce(0) { $0 + $1.bytesDone },
+                bytesTotal: copies.reduce(0) { $0 + $1.bytesTotal }),
             pendingBytes: status.pendingBytes,
             oldestPendingAgeSeconds: status.oldestPendingCreatedAt.map { secondsSince($0) },
             recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
@@ -96,6 +112,9 @@ struct StatusCommand: Command {
         let plural = pendingShares == 1 ? "" : "s"
         var pending = "\(pendingShares) share\(plural), \(Output.formatBytes(report.pendingBytes))"
         if let age = report.oldestPendingAgeSeconds { pending += ", oldest \(formatAge(seconds: age)) old" }
+        let inFlight = report.inFlight
+        let copying = inFlight.copies == 0 ? "none" : "\(inFlight.copies) cop\(inFlight.copies == 1 ? "y" : "ies"), "
+            + "\(Output.formatBytes(inFlight.bytesDone)) / \(Output.formatBytes(inFlight.bytesTotal))"
         let failures = report.recentFailures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         let quarantine = stages.quarantine > 0
             ? Output.styled(String(stages.quarantine), .yellow, for: .standardOutput) : String(stages.quarantine)
@@ -105,6 +124,7 @@ struct StatusCommand: Command {
             ["incoming", String(stages.incoming)],
             ["processing", String(stages.processing)],
             ["quarantine", quarantine],
+            ["copying", copying],
             ["pending", pending],
             ["processed", String(report.processed)],
             ["rejected", String(report.rejected)],

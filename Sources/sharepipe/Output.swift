@@ -126,14 +126,19 @@ enum Output {
     }
 }
 
-/// A one-line progress bar on stderr, drawn only when stderr is a terminal and the total is worth showing.
+/// A one-line progress bar on stderr, drawn only when stderr is a terminal and the total is worth showing: done and
+/// total bytes, the rate since the first byte and, once the rate has settled, the time left.
 /// Safe to update from any thread; redraws at most ten times a second.
 final class ProgressBar: Sendable {
     private struct State {
         var completed: Int64 = 0
+        var startedAt: ContinuousClock.Instant?
         var lastDraw: ContinuousClock.Instant?
         var finished = false
     }
+
+    /// How long the copy runs before a rate and a time left are shown: sooner, they jump about.
+    static let settling: Duration = .milliseconds(500)
 
     private let label: String
     private let total: Int64
@@ -155,30 +160,49 @@ final class ProgressBar: Sendable {
         let line: String? = state.withLock { state in
             state.completed = min(completed, total)
             guard !state.finished else { return nil }
+            let startedAt = state.startedAt ?? now
+            state.startedAt = startedAt
             if let last = state.lastDraw, now - last < .milliseconds(100), state.completed < total { return nil }
             state.lastDraw = now
-            return render(state.completed)
+            let elapsed = now - startedAt
+            return Self.render(
+                label: label, completed: state.completed, total: total,
+                elapsed: elapsed >= Self.settling ? elapsed : nil, final: false)
         }
         if let line { Output.write(line, to: .standardError) }
     }
 
-    /// Draws the final state and moves to a new line; later updates are ignored.
+    /// Draws the final state, with the average rate, and moves to a new line; later updates are ignored.
     func finish() {
         guard isVisible else { return }
+        let now = ContinuousClock.now
         let line: String? = state.withLock { state in
             guard !state.finished else { return nil }
             state.finished = true
-            return render(state.completed) + "\n"
+            return Self.render(
+                label: label, completed: state.completed, total: total, elapsed: state.startedAt.map { now - $0 },
+                final: true) + "\n"
         }
         if let line { Output.write(line, to: .standardError) }
     }
 
-    private func render(_ completed: Int64) -> String {
-        let width = 30
-        let filled = Int(Double(width) * Double(completed) / Double(total))
-        let percent = Int(100 * Double(completed) / Double(total))
+    /// One frame: `\rcopying [#####---------------] 25% 256.0 MiB / 1.0 GiB, 512.0 MiB/s, 2s left`, cleared to
+    /// the end of the line. The rate needs `elapsed`; the time left is only drawn while the copy runs.
+    static func render(label: String, completed: Int64, total: Int64, elapsed: Duration?, final: Bool) -> String {
+        let width = 20
+        let fraction = total > 0 ? min(1, Double(completed) / Double(total)) : 0
+        let filled = Int(Double(width) * fraction)
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let amounts = "\(Output.formatBytes(completed)) / \(Output.formatBytes(total))"
-        return "\r\(label) [\(bar)] \(percent)% \(amounts)\u{1B}[K"
+        var text = "\r\(label) [\(bar)] \(Int(100 * fraction))% \(amounts)"
+        let seconds = elapsed.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? 0
+        if seconds > 0, completed > 0 {
+            let rate = Double(completed) / seconds
+            text += ", \(Output.formatBytes(Int64(rate)))/s"
+            if !final, completed < total {
+                text += ", \(formatAge(seconds: Int((Double(total - completed) / rate).rounded(.up)))) left"
+            }
+        }
+        return text + "\u{1B}[K"
     }
 }

@@ -225,7 +225,8 @@ extension ShareReceipt {
             task.cancel()
             let receipt = await task.value
             #expect(receipt.codes == ["ERR_CANCELLED"])
-            #expect(receipt.status == .rejected)
+            #expect(receipt.status == .failed)
+            #expect(receipt.error?.code == .cancelled)
         }
     }
 

@@ -81,8 +81,10 @@ struct OperatorCommandTests {
             #expect(result.status == 0, "\(result.stderr)")
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
-                "state", "stages", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed", "rejected",
+                "state", "stages", "inFlight", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed",
+                "rejected",
             ])
+            #expect(status["inFlight"] as? [String: Int] == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
             let stages = try #require(status["stages"] as? [String: Int])
             #expect(stages == ["staging": 0, "incoming": 2, "processing": 0, "quarantine": 1])
             #expect(status["pendingBytes"] as? Int == Int(spool.pendingBytes))

@@ -4,7 +4,7 @@ import Testing
 
 /// The spool engine through the built binary: `kill -9` right after every step of the batched publish and the
 /// batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing one inbox.
-@Suite(.timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
     static let steps = [
         "barrier", "record-staged", "renamed", "sources-unlinked", "record-published", "record-processed", "removed",
     ]
@@ -43,10 +43,10 @@ import Testing
             let daemon = [
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "store", "--output", output,
             ]
-            let killed = try runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": step])
+            let killed = try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": step])
             #expect(killed.status == 128 + SIGKILL, "the crash hook for \(step) did not fire: \(killed.stderr)")
 
-            let restarted = try runSharepipe(daemon)
+            let restarted = try await runSharepipeAsync(daemon)
             #expect(restarted.status == 0, "\(restarted.stderr)")
             #expect(storedContents(output).sorted() == expected.sorted(), "lost or stored twice after \(step)")
             #expect(names(inbox).isEmpty, "\(names(inbox))")
@@ -76,7 +76,7 @@ import Testing
                 binary, inbox, state,
             ]
             try launchSerially(process)
-            process.waitUntilExit()
+            while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
             #expect(process.terminationStatus == 0)
             #expect(names(inbox).isEmpty)
             #expect(names(state + "/incoming").isEmpty && names(state + "/processing").isEmpty)
@@ -118,7 +118,7 @@ import Testing
             // Anything stored twice would show up in this short grace period.
             try await Task.sleep(for: .milliseconds(500))
             for daemon in daemons { daemon.signal(SIGTERM) }
-            let results = try daemons.map { try $0.waitForExit(timeout: .seconds(30)) }
+            let results = try await daemons.asyncMap { try await $0.exit(timeout: .seconds(30)) }
             #expect(results.allSatisfy { $0.status == 0 })
             #expect(storedContents(output).sorted() == expected.sorted())
             #expect(names(inbox).isEmpty, "\(names(inbox).prefix(5))")

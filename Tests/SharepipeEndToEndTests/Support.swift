@@ -66,6 +66,13 @@ func launchSerially(_ process: Process) throws {
     try launchLock.withLock { try process.run() }
 }
 
+/// `runSharepipe` for long runs: waits without blocking a thread of the cooperative pool.
+func runSharepipeAsync(
+    _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)
+) async throws -> ProcessResult {
+    try await SharepipeProcess(arguments, environment: environment).exit(timeout: timeout)
+}
+
 /// A `sharepipe` process started in the background, for tests that signal it or watch it work (`daemon`).
 /// Output goes to temporary files, so a chatty process never blocks on a full pipe.
 final class SharepipeProcess: @unchecked Sendable {
@@ -129,6 +136,16 @@ final class SharepipeProcess: @unchecked Sendable {
     /// What the process has written to stderr so far.
     var stderrSoFar: String {
         String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data(), as: UTF8.self)
+    }
+
+    /// Waits for the process to end without holding a thread of the cooperative pool (tests run in parallel on a
+    /// pool as wide as the machine has cores); after `timeout` it is killed and the wait throws.
+    func exit(timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try waitForExit(timeout: .seconds(5))
     }
 
     /// Waits for the process to end; after `timeout` it is killed and the wait throws.

@@ -8,6 +8,14 @@
 /// copy_file_range(2) between the current offsets of two descriptors.
 ssize_t sharepipe_copy_file_range(int fd_in, int fd_out, size_t length);
 
+/// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback of a range without waiting for it.
+int sharepipe_start_writeback(int fd, int64_t offset, int64_t length);
+
+/// fsetxattr(2), fgetxattr(2) and fremovexattr(2), which Glibc's Swift module does not expose.
+int sharepipe_fsetxattr(int fd, const char *name, const void *value, size_t size);
+ssize_t sharepipe_fgetxattr(int fd, const char *name, void *value, size_t size);
+int sharepipe_fremovexattr(int fd, const char *name);
+
 /// renameat2(2) with RENAME_NOREPLACE: fails with EEXIST instead of replacing.
 int sharepipe_renameat_noreplace(int old_dirfd, const char *old_path, int new_dirfd, const char *new_path);
 

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Counters for the Prometheus textfile collector and the systemd status line, fed by the daemon's parts.
@@ -18,12 +19,17 @@ final class Metrics: Sendable {
         var latencySum = 0.0
         /// The last ledger event already counted; nil until the first refresh.
         var ledgerSequence: Int64?
+        /// When the oldest share still staged, published or claimed was created, as of the last refresh.
+        var oldestPendingCreatedAt: Date?
     }
 
     private let state = Mutex(State())
+    private let copies: CopiesInFlight
 
-    /// Empty counters.
-    init() {}
+    /// Empty counters; the copies in flight are those of `copies` (this process's).
+    init(copies: CopiesInFlight = .shared) {
+        self.copies = copies
+    }
 
     func shareIngested(bytes: Int64) {
         state.withLock {
@@ -56,9 +62,12 @@ final class Metrics: Sendable {
         state.withLock { $0.quarantined[code.rawValue, default: 0] += 1 }
     }
 
-    /// Counts the consumer's processed, failed and quarantined events recorded since the last refresh. The first
-    /// refresh only remembers where the ledger is, so a restart does not count history again.
+    /// Counts the consumer's processed, failed and quarantined events recorded since the last refresh, and notes
+    /// the oldest pending share. The first refresh only remembers where the ledger is, so a restart does not count
+    /// history again.
     func refresh(from ledger: any ShareLedger) throws {
+        let oldest = try ledger.status(now: LedgerClock.now()).oldestPendingCreatedAt
+        state.withLock { $0.oldestPendingCreatedAt = oldest }
         guard let after = state.withLock({ $0.ledgerSequence }) else {
             let last = try ledger.lastEventSequence()
             state.withLock { $0.ledgerSequence = last }
@@ -85,18 +94,50 @@ final class Metrics: Sendable {
         state.withLock { $0.queueDepth = depth }
     }
 
-    /// The systemd `STATUS=` line.
+    /// The systemd `STATUS=` line: counters, then the copies in flight (bytes done / total, when there are any)
+    /// and the age of the oldest pending share (when there is one).
     var statusLine: String {
+        statusLine(copies: copies.summary, now: Date())
+    }
+
+    func statusLine(copies: CopiesInFlight.Summary, now: Date) -> String {
         state.withLock { state in
             let failed = state.failed.values.reduce(0, +)
             let rejected = state.rejected.values.reduce(0, +)
-            return "ingested \(state.ingested), processed \(state.processed), pending \(state.queueDepth), "
+            var line = "ingested \(state.ingested), processed \(state.processed), pending \(state.queueDepth), "
                 + "rejected \(rejected), failed \(failed)"
+            if copies.count > 0 {
+                let done = Self.mebibytes(copies.bytesDone)
+                line += ", copying \(copies.count) (\(done) / \(Self.mebibytes(copies.bytesTotal)))"
+            }
+            if let oldest = state.oldestPendingCreatedAt {
+                line += ", oldest pending \(Self.age(from: oldest, to: now))"
+            }
+            return line
+        }
+    }
+
+    /// A byte count in MiB with one decimal, for the status line.
+    private static func mebibytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
+
+    /// Whole seconds, minutes or hours between two dates, for the status line: `42s`, `5m`, `3h`.
+    private static func age(from start: Date, to now: Date) -> String {
+        let seconds = max(0, Int(now.timeIntervalSince(start)))
+        switch seconds {
+        case ..<120: return "\(seconds)s"
+        case ..<7200: return "\(seconds / 60)m"
+        default: return "\(seconds / 3600)h"
         }
     }
 
     /// The Prometheus text exposition format.
     var prometheusText: String {
+        prometheusText(copies: copies.summary, now: Date())
+    }
+
+    func prometheusText(copies: CopiesInFlight.Summary, now: Date) -> String {
         state.withLock { state in
             var lines: [String] = []
             func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
@@ -114,6 +155,14 @@ final class Metrics: Sendable {
             metric("shares_failed_total", "counter", "Processing attempts that failed, by code.", byCode(state.failed))
             metric("shares_quarantined_total", "counter", "Shares quarantined, by code.", byCode(state.quarantined))
             metric("queue_depth", "gauge", "Shares published and not yet processed.", [("", String(state.queueDepth))])
+            metric("copies_in_flight", "gauge", "Attachments being copied into staging.", [("", String(copies.count))])
+            metric("copy_bytes_done", "gauge", "Bytes copied so far by the copies in flight.",
+                [("", String(copies.bytesDone))])
+            metric("copy_bytes_total", "gauge", "Bytes the copies in flight will have copied.",
+                [("", String(copies.bytesTotal))])
+            let age = state.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0
+            metric("oldest_pending_age_seconds", "gauge", "Age of the oldest share not yet processed (0: none).",
+                [("", String(format: "%.3f", age))])
             var buckets: [(String, String)] = []
             for (index, bound) in Self.latencyBuckets.enumerated() {
                 buckets.append(("_bucket{le=\"\(bound)\"}", String(state.latencyCounts[index])))

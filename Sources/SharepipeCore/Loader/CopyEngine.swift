@@ -4,6 +4,12 @@ import Synchronization
 
 /// Streams one representation into a copy in `staging`, counting, hashing and sniffing as it goes; a file is never
 /// held whole in memory.
+///
+/// A file is copied in chunks by the kernel (`copy_file_range`, falling back to read/write), and each chunk is
+/// hashed on a thread of its own from the copy's pages while the next chunk is copied; the writeback of each chunk
+/// to the disk is started as soon as it is copied. A large attachment therefore costs about the slowest of copy,
+/// hash and disk write, plus an `fsync` that finds almost nothing left to write. Memory per copy is a 128 KiB
+/// hashing buffer, plus a 128 KiB copy buffer when the kernel cannot copy, whatever the file size.
 struct CopyEngine: Sendable {
     /// What a finished copy is.
     struct Result: Sendable {
@@ -36,7 +42,18 @@ struct CopyEngine: Sendable {
         self.progress = progress
     }
 
-    static let chunkSize = 4 << 20
+    /// The most one kernel copy call moves before the copy checks limits and cancellation, hands the range to the
+    /// hasher and starts its writeback.
+    static let chunkSize = 8 << 20
+    /// The largest read/write buffer, and the hasher's: small enough to stay in the CPU's cache between the read
+    /// and the hash (and cp's own size). 1 MiB buffers were measured too: no faster, and a share of 20 × 100 MiB
+    /// then peaked 2–7 MiB higher, the freed buffers staying in malloc's per-thread arenas.
+    static let bufferSize = 128 << 10
+    /// Copies of at least this many bytes announce their expected size on the copy while they run (an extended
+    /// attribute, removed when the copy is complete), so `sharepipe status` can show how far they are.
+    static let announcedSize: Int64 = 1 << 20
+    /// The extended attribute holding a running copy's expected size.
+    static let expectedSizeAttribute = "user.sharepipe.expected-bytes"
 
     /// Copies the file at `source` (opened without following symlinks and without blocking) to `destination`,
     /// which must not exist. On any failure the destination is removed.
@@ -49,11 +66,21 @@ struct CopyEngine: Sendable {
     }
 
     /// Copies from an open regular file, from its current offset to its end, to `destination`, which must not
-    /// exist. The copy is not fsynced: the publisher's barrier makes it durable. On failure it is removed.
+    /// exist. `sizeHint` is the size `fstat` saw; the copy does not trust it: it reads to the end of the file
+    /// whatever the size, so the byte count, the hash and the limits describe exactly the bytes copied even when
+    /// the source grows or shrinks meanwhile. The copy is not fsynced (its writeback is started as it goes): the publisher's
+    /// barrier makes it durable. On any failure the destination is removed.
     func copyFile(from input: borrowing FileDescriptor, sizeHint: Int64, to destination: String) throws -> Result {
         let output = try Self.openDestination(destination)
+        let inFlight = CopiesInFlight.shared.begin(total: sizeHint)
+        defer { CopiesInFlight.shared.end(inFlight) }
         do {
-            return try stream(from: input, to: output, sizeHint: sizeHint)
+            let announced = sizeHint >= Self.announcedSize
+            // Announcing is for display only: a file system without user extended attributes is not an error.
+            if announced { try? output.setAttribute(Self.expectedSizeAttribute, sizeHint) }
+            let result = try stream(from: input, to: output, sizeHint: sizeHint, inFlight: inFlight)
+            if announced { try? output.removeAttribute(Self.expectedSizeAttribute) }
+            return result
         } catch {
             try? System.unlink(destination)
             throw error
@@ -111,60 +138,62 @@ struct CopyEngine: Sendable {
         }
     }
 
-    /// copy_file_range moves the bytes in the kernel; each chunk is then hashed from the copy itself (page cache),
-    /// so the digest is of exactly the bytes that landed. Falls back to read/write when the kernel cannot.
+    /// Copies chunk after chunk; each chunk is hashed by the `RangeHasher` while the next one is copied, and its
+    /// writeback starts at once. The digest is of the copy's own bytes, so it describes exactly what landed.
     private func stream(
-        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor, sizeHint: Int64
+        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor, sizeHint: Int64, inFlight: Int
     ) throws -> Result {
         // Buffers sized to the file as stat saw it (only a hint: the byte count is what the copy finds), so a 4 KiB
         // share does not map and unmap megabytes.
-        let bufferSize = Int(min(max(sizeHint + 1, 4096), 1 << 20))
-        let hasher = SHA256()
-        let pipeline = RangeHasher(descriptor: output.rawValue, bufferSize: bufferSize)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
-        defer { buffer.deallocate() }
-        var total: Int64 = 0
-        var useKernelCopy = true
+        let bufferSize = Int(min(max(sizeHint + 1, 4096), Int64(Self.bufferSize)))
+        let hasher = RangeHasher(descriptor: output.rawValue, bufferSize: bufferSize)
         // Whatever happens, the hashing thread is done with the descriptor before its owner closes it.
-        defer { pipeline.waitUntilIdle() }
+        defer { hasher.waitUntilIdle() }
+        var buffer: UnsafeMutableRawBufferPointer?
+        defer { buffer?.deallocate() }
+        var total: Int64 = 0
+        // Where the bytes not yet handed to the hasher (nor their writeback started) begin.
+        var handedOver: Int64 = 0
+        var useKernelCopy = true
         while true {
             // Ask for one byte past the limit so a source that grows past it is caught, whatever stat said.
             let room = max(Int64(0), maxFileSize - total) + 1
             let want = Int(min(Int64(Self.chunkSize), room))
             var count = 0
-            if useKernelCopy {
-                if let copied = try input.copyRange(to: output, length: want) {
-                    count = copied
-                    if count > 0 {
-                        try account(count, total: total)
-                        pipeline.hash(from: total, count: count)
-                    }
-                } else if total > 0 {
-                    // The kernel copied some chunks and then refused: finish with plain reads, hashed the same way.
-                    useKernelCopy = false
-                    pipeline.switchToCaller = true
-                    continue
-                } else {
-                    useKernelCopy = false
-                    continue
-                }
+            if useKernelCopy, let copied = try input.copyRange(to: output, length: want) {
+                count = copied
             } else {
-                count = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(want, buffer.count)]))
+                // The kernel cannot copy between these files (or stopped part way): plain reads and writes from
+                // where it stopped, hashed the same way.
+                useKernelCopy = false
+                let readBuffer = buffer ?? .allocate(byteCount: bufferSize, alignment: 4096)
+                buffer = readBuffer
+                count = try input.read(into: .init(rebasing: readBuffer[..<min(want, bufferSize)]))
                 if count > 0 {
                     try account(count, total: total)
-                    let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
-                    try output.writeAll(chunk)
-                    if pipeline.switchToCaller {
-                        pipeline.hash(from: total, count: count)
-                    } else {
-                        hasher.update(chunk)
-                    }
+                    try output.writeAll(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]))
                 }
             }
             if count == 0 { break }
+            if useKernelCopy { try account(count, total: total) }
             total += Int64(count)
+            // Each full chunk goes to the hasher and has its writeback started at once, so the hash and the disk
+            // work while the next chunk is copied. A file smaller than a chunk leaves its writeback to the fsync.
+            if total - handedOver >= Int64(Self.chunkSize) {
+                try hasher.hash(from: handedOver, count: Int(total - handedOver))
+                output.startWriteback(offset: handedOver, length: Int(total - handedOver))
+                handedOver = total
+            }
+            CopiesInFlight.shared.update(inFlight, done: total)
             progress?(total)
         }
+        if total > handedOver { try hasher.hash(from: handedOver, count: Int(total - handedOver)) }
+        let digest = try hasher.finalize()
+        return Result(bytes: total, sha256: digest, head: try Self.head(of: output, bytes: total))
+    }
+
+    /// The first bytes of the copy, for the sniffer.
+    private static func head(of output: borrowing FileDescriptor, bytes total: Int64) throws -> [UInt8] {
         let headLength = Int(min(Int64(Sniffer.sniffLength), total))
         var head = [UInt8](repeating: 0, count: headLength)
         var filled = 0
@@ -175,25 +204,25 @@ struct CopyEngine: Sendable {
             if read == 0 { break }
             filled += read
         }
-        let digest = useKernelCopy || pipeline.switchToCaller ? try pipeline.finalize() : hasher.finalize()
-        return Result(bytes: total, sha256: digest, head: Array(head[..<filled]))
+        return Array(head[..<filled])
     }
-
 }
 
-/// Hashes ranges of the copy on its own thread while the kernel copies the next chunk, so hashing and copying
-/// overlap. It reads the copy (from the page cache), so the digest is of the bytes that landed. It only borrows the
+/// Hashes ranges of the copy on its own thread while the next chunk is copied, so hashing and copying overlap. It
+/// reads the copy (from the page cache) a buffer at a time, so the digest is of the bytes that landed. At most two
+/// ranges wait, so the copy never runs more than two chunks ahead and memory stays flat. It only borrows the
 /// descriptor number: its owner waits for `waitUntilIdle()` before closing it.
+///
+/// Reading into a buffer was measured against mapping the copy a window at a time: with four copies running, the
+/// mappings' mmap/munmap calls cost more system time than the memory copy they save.
 private final class RangeHasher: @unchecked Sendable {
     private let descriptor: Int32
     private let queue = DispatchQueue(label: "sharepipe.copy.hash")
-    /// At most two chunks wait for hashing, so memory stays flat however fast the copy runs.
     private let slots = DispatchSemaphore(value: 2)
     private let hasher = SHA256()
     private let failure = Mutex<ShareError?>(nil)
+    /// Used by the hashing thread alone.
     private let buffer: UnsafeMutableRawBufferPointer
-    /// Set when the copy fell back to read/write after some kernel-copied chunks.
-    var switchToCaller = false
 
     init(descriptor: Int32, bufferSize: Int) {
         self.descriptor = descriptor
@@ -204,8 +233,14 @@ private final class RangeHasher: @unchecked Sendable {
         buffer.deallocate()
     }
 
-    func hash(from offset: Int64, count: Int) {
+    /// Queues the range for hashing, waiting while two ranges are already queued; throws the hashing thread's
+    /// failure, if it had one, so the copy stops early.
+    func hash(from offset: Int64, count: Int) throws {
         slots.wait()
+        if let error = failure.withLock({ $0 }) {
+            slots.signal()
+            throw error
+        }
         queue.async { [self] in
             defer { slots.signal() }
             guard failure.withLock({ $0 == nil }) else { return }

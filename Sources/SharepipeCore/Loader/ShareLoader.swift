@@ -68,6 +68,9 @@ public struct ShareLoader: Sendable {
                 code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
+        if shareState.cancelled.load(ordering: .relaxed) {
+            return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, records: records)
+        }
         return await finish(
             shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, providers: providers,
             folder: folder, folders: folders)
@@ -304,6 +307,21 @@ public struct ShareLoader: Sendable {
         } catch {
             return .failure(ShareError(.io, "\(error)"))
         }
+    }
+
+    /// A share cancelled before it was published: whatever was copied is rolled back, the ledger records the share
+    /// rejected with ERR_CANCELLED, and the receipt says the share failed (exit 1).
+    private func rollBackCancelled(shareID: String, sourceApp: String?, records: [AttachmentRecord]) -> ShareReceipt {
+        var records = records
+        for index in records.indices where records[index].status == .copied {
+            records[index].status = .rolledBack
+        }
+        try? spool.remove(.staging, shareID)
+        try? spool.ledger.recordRolledBack(Manifest(
+            shareId: shareID, sourceApp: sourceApp, createdAt: Date().rfc3339, policy: configuration.policy,
+            attachments: records), code: .cancelled)
+        let info = AttachmentRecord.ErrorInfo(code: .cancelled, message: "the share was cancelled")
+        return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
     }
 
     /// Applies the policy, then writes the manifest and hands the share to the publisher, or rolls it back.

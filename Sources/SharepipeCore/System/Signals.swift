@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Synchronization
 
 extension System {
     /// Delivers the given signals as a stream instead of their default action (which is then ignored), for as long
@@ -35,3 +36,96 @@ private final class SignalSources: @unchecked Sendable {
     }
 }
 
+
+/// Runs `body` in a task that the first of `numbers` (SIGINT, SIGTERM) cancels instead of ending the process, so
+/// that work in flight can be rolled back and reported. The first signal also puts the signals' previous
+/// dispositions back, so a second one does what it would have done without this function (by default: end the
+/// process at once). They are put back when `body` returns too. A signal that was ignored when this was called
+/// (a background job's SIGINT) stays ignored.
+///
+/// `onSignal` runs on a private queue when the first signal arrives, before the task is cancelled. Like `signals(_:)`
+/// this relies on libdispatch's signal sources, which register asynchronously: a signal in the first moments, before
+/// the registration is done, is ignored.
+package func withCancellationOnSignals<T: Sendable>(
+    _ numbers: [Int32] = [SIGINT, SIGTERM], onSignal: @escaping @Sendable (Int32) -> Void = { _ in },
+    _ body: @escaping @Sendable () async -> T
+) async -> T {
+    // The handlers are in place before the body starts, so no signal it could cause or wait for is missed.
+    let target = PendingCancellation<T>()
+    let dispositions = SavedDispositions(numbers.filter { !System.isIgnored($0) })
+    let queue = DispatchQueue(label: "sharepipe.signals.cancel")
+    let sources = dispositions.numbers.map { number -> any DispatchSourceSignal in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+        source.setEventHandler {
+            guard dispositions.restore() else { return }
+            onSignal(number)
+            target.cancel()
+        }
+        source.resume()
+        return source
+    }
+    let task = Task { await body() }
+    target.hold(task)
+    let result = await task.value
+    dispositions.restore()
+    for source in sources { source.cancel() }
+    return result
+}
+
+extension System {
+    /// Whether the signal's disposition is SIG_IGN.
+    static func isIgnored(_ number: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(number, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else {
+            return false
+        }
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+}
+
+/// A task to cancel, which a signal may ask for before the task exists.
+private final class PendingCancellation<T: Sendable>: Sendable {
+    private let state = Mutex<(task: Task<T, Never>?, requested: Bool)>((nil, false))
+
+    func hold(_ task: Task<T, Never>) {
+        let requested = state.withLock { state in
+            state.task = task
+            return state.requested
+        }
+        if requested { task.cancel() }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.requested = true
+            return state.task
+        }?.cancel()
+    }
+}
+
+/// Signal dispositions as they were before a scope changed them, put back once.
+private final class SavedDispositions: Sendable {
+    let numbers: [Int32]
+    private let saved: Mutex<[sigaction]?>
+
+    init(_ numbers: [Int32]) {
+        self.numbers = numbers
+        saved = Mutex(numbers.map { number in
+            var previous = sigaction()
+            sigaction(number, nil, &previous)
+            return previous
+        })
+    }
+
+    /// Puts the saved dispositions back; false when they already were.
+    @discardableResult
+    func restore() -> Bool {
+        saved.withLock { saved in
+            guard var dispositions = saved else { return false }
+            for index in numbers.indices { sigaction(numbers[index], &dispositions[index], nil) }
+            saved = nil
+            return true
+        }
+    }
+}
