@@ -452,7 +452,7 @@ rounds_rows() { # SETTLE
     for peer in shell python; do
         target=$([ "$peer" = shell ] && echo 10 || echo 3)
         r=$(ratio "$sp" "${R[rounds.$peer]:-}")
-        row "$ROUND_FILES files x$ROUNDS rounds, settle $1, vs $peer (files/s)" "$sp" "${R[rounds.$peer]:-}" "${r}x" \
+        row "$ROUND_FILES x$ROUNDS rounds, settle $1, vs $peer (files/s)" "$sp" "${R[rounds.$peer]:-}" "${r}x" \
             ">= ${target}x" "$(meets "$r" "$target" ">=")"
     done
 }
@@ -460,7 +460,7 @@ rounds_rows 50
 rounds_rows 250
 gc_share=$(awk -v a="${R[rounds.sharepipe50]:-0}" -v b="${R[rounds.groupcommit]:-0}" \
     'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')
-row "$ROUND_FILES files x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
+row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
     "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 70%" "$(meets "$gc_share" 70 ">=")"
 row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.5" \
     "$(meets "${R[sys.barriers]}" 1.5 "<=")"
