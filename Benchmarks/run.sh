@@ -229,6 +229,8 @@ while :; do
     printf '  pass %d: exit %d, %s s wall, peak RSS %s MiB, %d files left in the inbox\n' \
         "$pass" "$status" "$wall" "$rss" "$left"
     echo "          ${summary#event=}"
+    failed=$(grep -o 'event=daemon.failed.*' "$dir/daemon-$pass.log" || true)
+    [ -z "$failed" ] || echo "          warning: ${failed#event=}"
     total_wall=$(awk -v a="$total_wall" -v b="$wall" 'BEGIN { print a + b }')
     R[backlogRSS]=$(awk -v a="${R[backlogRSS]}" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')
     if ((pass == 1)); then
@@ -238,6 +240,14 @@ while :; do
     ((left > 0 && pass < 5)) || break
 done
 R[backlog]=$(awk -v n="$((BACKLOG - left))" -v s="$total_wall" 'BEGIN { printf "%.1f", n / s }')
+# Taken from the inbox is not processed: a pass that failed can leave shares in the spool.
+R[backlogSpool]=0
+for stage in staging incoming processing; do
+    if [ -d "$dir/state/$stage" ]; then
+        R[backlogSpool]=$((R[backlogSpool] + $(harness count "$dir/state/$stage")))
+    fi
+done
+((R[backlogSpool] == 0)) || echo "  warning: ${R[backlogSpool]} shares are still in the spool after the last pass"
 if ((R[backlogLeft] > 0)); then
     echo "  back-pressure: pass 1 left ${R[backlogLeft]} files (ERR_SPOOL_FULL: --oneshot ingests everything before"
     echo "  it consumes, and the loader refuses new shares at maxPendingShares = 50,000); $pass passes in all"
@@ -462,6 +472,8 @@ gc_share=$(awk -v a="${R[rounds.sharepipe50]:-0}" -v b="${R[rounds.groupcommit]:
     'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')
 row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
     "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 70%" "$(meets "$gc_share" 70 ">=")"
+row "$BACKLOG-file backlog, shares left in the spool" "${R[backlogSpool]}" "-" "-" "0" \
+    "$(meets "${R[backlogSpool]}" 0 "<=")"
 row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.5" \
     "$(meets "${R[sys.barriers]}" 1.5 "<=")"
 row "syscalls/share: openat" "${R[sys.openat]}" "-" "-" "<= 8" "$(meets "${R[sys.openat]}" 8 "<=")"
