@@ -241,6 +241,8 @@ while :; do
     printf '  pass %d: exit %d, %s s wall, peak RSS %s MiB, %d files left in the inbox\n' \
         "$pass" "$status" "$wall" "$rss" "$left"
     echo "          ${summary#event=}"
+    failed=$(grep -o 'event=daemon.failed.*' "$dir/daemon-$pass.log" || true)
+    [ -z "$failed" ] || echo "          warning: ${failed#event=}"
     total_wall=$(awk -v a="$total_wall" -v b="$wall" 'BEGIN { print a + b }')
     R[backlogRSS]=$(awk -v a="${R[backlogRSS]}" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')
     if ((pass == 1)); then
@@ -250,6 +252,14 @@ while :; do
     ((left > 0 && pass < 5)) || break
 done
 R[backlog]=$(awk -v n="$((BACKLOG - left))" -v s="$total_wall" 'BEGIN { printf "%.1f", n / s }')
+# Taken from the inbox is not processed: a pass that failed can leave shares in the spool.
+R[backlogSpool]=0
+for stage in staging incoming processing; do
+    if [ -d "$dir/state/$stage" ]; then
+        R[backlogSpool]=$((R[backlogSpool] + $(harness count "$dir/state/$stage")))
+    fi
+done
+((R[backlogSpool] == 0)) || echo "  warning: ${R[backlogSpool]} shares are still in the spool after the last pass"
 if ((R[backlogLeft] > 0)); then
     echo "  back-pressure: pass 1 left ${R[backlogLeft]} files (ERR_SPOOL_FULL: --oneshot ingests everything before"
     echo "  it consumes, and the loader refuses new shares at maxPendingShares = 50,000); $pass passes in all"
@@ -292,6 +302,109 @@ if has_product LatencyBenchmark; then
 else
     echo "  skipped: no LatencyBenchmark product in Package.swift yet"
 fi
+
+# ---------------------------------------------------------------------------------------------------------------
+# 7. Issue 10's drop row: 2,000 mixed 4 KiB files, every contender once per round, rounds interleaved, so a burst of
+# other work on the machine hits them alike. Section 1's functions measure each drop; their result is moved here.
+
+ROUND_FILES=2000
+ROUNDS=3
+declare -A RR # rate of each contender in each round: RR[contender.round]
+
+# Runs COMMAND (a section-1 drop that leaves its rate in R[KEY]) and files the rate as RR[NAME.ROUND], leaving
+# section 1's own R[KEY] as it was.
+round_drop() { # NAME ROUND KEY COMMAND...
+    local name=$1 round=$2 key=$3 had=0 saved=""
+    shift 3
+    [ -n "${R[$key]+set}" ] && { had=1; saved=${R[$key]}; }
+    "$@"
+    RR[$name.$round]=${R[$key]}
+    if ((had)); then R[$key]=$saved; else unset "R[$key]"; fi
+}
+
+# The C group-commit loop on the same files (peers/group_commit.c): 8 threads with batches of 256 files, and 64
+# threads with batches of 32 (more work in flight, more barriers); the better one counts.
+round_group_commit() { # ROUND
+    local dir=$WORK/rounds-group-commit threads batch files seconds rate best=0
+    for threads in 8 64; do
+        batch=$((threads == 8 ? 256 : 32))
+        prepare_drop "$dir" "$ROUND_FILES"
+        read -r files seconds rate <<<"$("$WORK/group_commit" "$dir/source" "$dir/state" "$threads" "$batch")"
+        printf '  C group commit %2dx%-3d %6d files in %7.2f s = %7.1f files/s\n' \
+            "$threads" "$batch" "$files" "$seconds" "$rate"
+        best=$(awk -v a="$best" -v b="$rate" 'BEGIN { print (b > a ? b : a) }')
+    done
+    RR[groupcommit.$1]=$best
+}
+
+# The median of the rounds of one contender.
+rounds_median() { # NAME
+    local round
+    for ((round = 1; round <= ROUNDS; round++)); do echo "${RR[$1.$round]:-}"; done | sort -g \
+        | awk 'NF { v[++n] = $1 } END { if (n) print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'
+}
+
+echo
+echo "7. $ROUND_FILES mixed 4 KiB files, $ROUNDS interleaved rounds:" \
+    "sharepipe (settle 50, 250), shell, Python, C group commit"
+gcc -O2 -Wall -Wextra -pthread -o "$WORK/group_commit" "$PEERS/group_commit.c"
+for ((round = 1; round <= ROUNDS; round++)); do
+    echo " round $round"
+    round_drop sharepipe50 "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50
+    round_drop shell "$round" "$ROUND_FILES.shell" drop_peer shell "$ROUND_FILES"
+    round_drop python "$round" "$ROUND_FILES.python" drop_peer python "$ROUND_FILES"
+    round_group_commit "$round"
+    round_drop sharepipe250 "$round" "$ROUND_FILES.sharepipe250" drop_sharepipe "$ROUND_FILES" 250
+done
+for name in sharepipe50 sharepipe250 shell python groupcommit; do
+    R[rounds.$name]=$(rounds_median "$name")
+done
+echo " per round, sharepipe --settle 50 over: shell, Python, C group commit"
+for ((round = 1; round <= ROUNDS; round++)); do
+    awk -v r="$round" -v s="${RR[sharepipe50.$round]}" -v sh="${RR[shell.$round]}" -v py="${RR[python.$round]}" \
+        -v gc="${RR[groupcommit.$round]}" \
+        'BEGIN { printf "  round %d: %.2fx  %.2fx  %.0f%%\n", r, s / sh, s / py, 100 * s / gc }'
+done
+
+# ---------------------------------------------------------------------------------------------------------------
+# 8. System calls per share: strace -f -c over one --oneshot run on 500 mixed 4 KiB drops.
+
+SYSCALL_FILES=500
+need_package strace strace
+echo
+echo "8. System calls per share: strace -f -c, sharepipe daemon --oneshot --processor discard, $SYSCALL_FILES drops"
+dir=$WORK/syscalls
+rm -rf "$dir"
+mkdir -p "$dir"
+harness make "$dir/inbox" "$SYSCALL_FILES" "$ROOT/Fixtures/files"
+sync
+status=0
+strace -f -c -o "$dir/strace.txt" "$BIN/sharepipe" daemon --oneshot --processor discard \
+    --inbox "$dir/inbox" --state "$dir/state" 2>"$dir/daemon.log" || status=$?
+processed=$(grep -o 'event=daemon.oneshot_done.*' "$dir/daemon.log" | grep -o 'processed=[0-9]*' | cut -d= -f2)
+((status == 0 && ${processed:-0} == SYSCALL_FILES)) \
+    || echo "  warning: exit $status, processed ${processed:-none} of $SYSCALL_FILES (log: $dir/daemon.log)"
+# strace's summary: "% time  seconds  usecs/call  calls  [errors]  syscall"; the calls are the 4th column.
+calls() { awk -v names="$*" 'BEGIN { split(names, n, " "); for (i in n) want[n[i]] = 1 }
+    want[$NF] && $4 ~ /^[0-9]+$/ { sum += $4 } END { print sum + 0 }' "$dir/strace.txt"; }
+per_share() { awk -v c="$(calls "$@")" -v n="${processed:-0}" \
+    'BEGIN { if (n > 0) printf "%.2f", c / n; else print "-" }'; }
+R[sys.barriers]=$(per_share fsync fdatasync syncfs)
+R[sys.openat]=$(per_share openat)
+R[sys.pwrite64]=$(per_share pwrite64)
+printf '  per share (%s shares):' "${processed:-0}"
+for name in fsync fdatasync syncfs openat pwrite64 fcntl unlinkat mkdirat renameat renameat2 flock futex; do
+    printf ' %s %s' "$name" "$(per_share "$name")"
+done
+printf ', all calls %s\n' "$(per_share total)"
+
+# ---------------------------------------------------------------------------------------------------------------
+# 9. What one durability barrier costs for a batch: syncfs vs fsyncs (peers/barrier_cost.c), for the record.
+
+echo
+echo "9. Barrier for a batch of staged shares (dir + 4 KiB copy + manifest each): syncfs vs fsyncs"
+gcc -O2 -Wall -Wextra -pthread -o "$WORK/barrier_cost" "$PEERS/barrier_cost.c"
+"$WORK/barrier_cost" "$WORK/barrier" "$( ((QUICK)) && echo 3 || echo 7)" | sed 's/^/  /'
 
 # ---------------------------------------------------------------------------------------------------------------
 # The table.
@@ -359,3 +472,26 @@ if [ -n "${R[latency.p50]:-}" ]; then
 else
     row "drop-to-processed latency" "not measured" "-" "-" "-" "-"
 fi
+
+# The rows of sections 7 and 8.
+rounds_rows() { # SETTLE
+    local sp=${R[rounds.sharepipe$1]:-} peer target r
+    for peer in shell python; do
+        target=$([ "$peer" = shell ] && echo 10 || echo 3)
+        r=$(ratio "$sp" "${R[rounds.$peer]:-}")
+        row "$ROUND_FILES x$ROUNDS rounds, settle $1, vs $peer (files/s)" "$sp" "${R[rounds.$peer]:-}" "${r}x" \
+            ">= ${target}x" "$(meets "$r" "$target" ">=")"
+    done
+}
+rounds_rows 50
+rounds_rows 250
+gc_share=$(awk -v a="${R[rounds.sharepipe50]:-0}" -v b="${R[rounds.groupcommit]:-0}" \
+    'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')
+row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
+    "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 70%" "$(meets "$gc_share" 70 ">=")"
+row "$BACKLOG-file backlog, shares left in the spool" "${R[backlogSpool]}" "-" "-" "0" \
+    "$(meets "${R[backlogSpool]}" 0 "<=")"
+row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.5" \
+    "$(meets "${R[sys.barriers]}" 1.5 "<=")"
+row "syscalls/share: openat" "${R[sys.openat]}" "-" "-" "<= 8" "$(meets "${R[sys.openat]}" 8 "<=")"
+row "syscalls/share: pwrite64" "${R[sys.pwrite64]}" "-" "-" "<= 12" "$(meets "${R[sys.pwrite64]}" 12 "<=")"
