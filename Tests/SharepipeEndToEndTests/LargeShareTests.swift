@@ -7,29 +7,48 @@ import Testing
 /// Large shares through the built binary: interrupting one, watching one in `status`, and its progress bar.
 @Suite(.timeLimit(.minutes(2)))
 struct LargeShareTests {
-    /// A 1 GiB file made in an instant (sparse): copying it still writes and hashes every byte.
+    /// The large file's size: a copy of it takes seconds, a window the tests act in.
+    static let size = 4 << 30
+
+    /// A 4 GiB file made in an instant (sparse): copying it still writes and hashes every byte, until cancelled.
     func largeFile(_ dir: String) throws -> String {
         let path = dir + "/large.bin"
         #expect(FileManager.default.createFile(atPath: path, contents: nil))
-        #expect(truncate(path, 1 << 30) == 0)
+        #expect(truncate(path, off_t(Self.size)) == 0)
         return path
     }
 
-    /// Starts `sharepipe share --json` of the file and waits until its copy in staging has bytes in it.
-    func startLargeShare(_ source: String, state: String) async throws -> SharepipeProcess {
-        let process = try SharepipeProcess(["share", "--state", state, "--json", source + "=public.data"])
-        let copying = try await waitUntil {
-            let shares = (try? FileManager.default.contentsOfDirectory(atPath: state + "/staging")) ?? []
-            return shares.contains { share in
-                let files = (try? FileManager.default.contentsOfDirectory(atPath: state + "/staging/" + share)) ?? []
-                return files.contains { file in
-                    let path = "\(state)/staging/\(share)/\(file)"
-                    return ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64 ?? 0) > 0
-                }
+    /// Whether a copy in `state/staging` has bytes in it.
+    static func isCopying(_ state: String) -> Bool {
+        let shares = (try? FileManager.default.contentsOfDirectory(atPath: state + "/staging")) ?? []
+        return shares.contains { share in
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: state + "/staging/" + share)) ?? []
+            return files.contains { file in
+                let path = "\(state)/staging/\(share)/\(file)"
+                return ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64 ?? 0) > 0
             }
         }
-        try #require(copying, "the copy never started; stderr: \(process.stderrSoFar)")
-        return process
+    }
+
+    /// Starts `sharepipe share --json` of the file and, on a thread of its own — not on the cooperative pool,
+    /// which other tests' waits can hold for longer than the whole copy takes — waits until its copy in staging
+    /// has bytes in it and runs `whileCopying` there at once.
+    func startLargeShare<T: Sendable>(
+        _ source: String, state: String, whileCopying: @escaping @Sendable (SharepipeProcess) throws -> T
+    ) async throws -> (SharepipeProcess, T) {
+        let process = try SharepipeProcess(["share", "--state", state, "--json", source + "=public.data"])
+        let outcome: T = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !Self.isCopying(state) && ContinuousClock.now < deadline { usleep(1000) }
+                guard Self.isCopying(state) else {
+                    continuation.resume(throwing: SupportError("the copy never started: \(process.stderrSoFar)"))
+                    return
+                }
+                continuation.resume(with: Result { try whileCopying(process) })
+            }.start()
+        }
+        return (process, outcome)
     }
 
     /// `sharepipe status --json` of the state directory.
@@ -42,9 +61,8 @@ struct LargeShareTests {
     @Test func sigintDuringALargeShareRollsItBackWithAReceipt() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let share = try await startLargeShare(try largeFile(dir), state: state)
-            share.signal(SIGINT)
-            let result = try share.waitForExit()
+            let (share, _) = try await startLargeShare(try largeFile(dir), state: state) { $0.signal(SIGINT) }
+            let result = try await share.exit()
             #expect(result.status == 1)
             #expect(result.stderr.contains("cancelling: rolling the share back"))
             let receipt = try result.jsonObject
@@ -67,12 +85,15 @@ struct LargeShareTests {
     @Test func secondSigintEndsTheShareAtOnceWithNothingPublished() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let share = try await startLargeShare(try largeFile(dir), state: state)
-            share.signal(SIGINT)
-            let cancelling = try await waitUntil { share.stderrSoFar.contains("cancelling:") }
+            let (share, cancelling) = try await startLargeShare(try largeFile(dir), state: state) { share in
+                share.signal(SIGINT)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !share.stderrSoFar.contains("cancelling:") && ContinuousClock.now < deadline { usleep(1000) }
+                share.signal(SIGINT)
+                return share.stderrSoFar.contains("cancelling:")
+            }
             #expect(cancelling)
-            share.signal(SIGINT)
-            let result = try share.waitForExit(timeout: .seconds(10))
+            let result = try await share.exit(timeout: .seconds(10))
             // The second interrupt either ended the process by SIGINT (130), or came after the rollback had
             // already finished and the receipt was out (1). Either way nothing is published.
             #expect(result.status == 130 || result.status == 1)
@@ -92,16 +113,19 @@ struct LargeShareTests {
     @Test func statusShowsTheCopyInFlightAndSigtermRollsItBack() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let share = try await startLargeShare(try largeFile(dir), state: state)
-            let report = try status(state)
-            let human = try runSharepipe(["status", "--state", state])
-            share.signal(SIGTERM)
-            let inFlight = try #require(report["inFlight"] as? [String: Int])
+            let (share, (json, human)) = try await startLargeShare(try largeFile(dir), state: state) { share in
+                let json = try runSharepipe(["status", "--state", state, "--json"])
+                let human = try runSharepipe(["status", "--state", state])
+                share.signal(SIGTERM)
+                return (json, human)
+            }
+            #expect(json.status == 0)
+            let inFlight = try #require(try json.jsonObject["inFlight"] as? [String: Int])
             #expect(inFlight["copies"] == 1)
-            #expect(inFlight["bytesTotal"] == 1 << 30)
-            #expect((1...(1 << 30)).contains(inFlight["bytesDone"] ?? 0))
+            #expect(inFlight["bytesTotal"] == Self.size)
+            #expect((1...Self.size).contains(inFlight["bytesDone"] ?? 0))
             #expect(human.stdout.contains("1 copy, "))
-            let result = try share.waitForExit()
+            let result = try await share.exit()
             #expect(result.status == 1)
             #expect((try result.jsonObject["error"] as? [String: Any])?["code"] as? String == "ERR_CANCELLED")
             let after = try status(state)["inFlight"] as? [String: Int]
@@ -182,14 +206,4 @@ private func run(_ executable: String, _ arguments: [String]) throws -> PipedRes
 /// Bytes handed from the draining queue to the waiting test; the group's wait orders the accesses.
 private final class DataBox: @unchecked Sendable {
     var data = Data()
-}
-
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-private func waitUntil(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

@@ -18,6 +18,7 @@ extension System {
             source.resume()
             sources.append(source)
         }
+        System.waitUntilHandled(numbers)
         let retained = SignalSources(sources: sources)
         continuation.onTermination = { _ in retained.cancel() }
         return stream
@@ -65,6 +66,7 @@ package func withCancellationOnSignals<T: Sendable>(
         source.resume()
         return source
     }
+    System.waitUntilHandled(dispositions.numbers)
     let task = Task { await body() }
     target.hold(task)
     let result = await task.value
@@ -75,6 +77,13 @@ package func withCancellationOnSignals<T: Sendable>(
 
 extension System {
     /// Whether the signal's disposition is SIG_IGN.
+    /// Waits (a second at most) until libdispatch has installed its handler for each signal: it registers a signal
+    /// source asynchronously, and until then a signal set to SIG_IGN would be lost.
+    static func waitUntilHandled(_ numbers: [Int32]) {
+        let deadline = monotonicNanoseconds() + 1_000_000_000
+        while numbers.contains(where: isIgnored) && monotonicNanoseconds() < deadline { usleep(200) }
+    }
+
     static func isIgnored(_ number: Int32) -> Bool {
         var current = sigaction()
         guard sigaction(number, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else {
