@@ -90,7 +90,7 @@ extension SQLiteLedger {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ConsumerTests {
+@Suite(.timeLimit(.minutes(5))) struct ConsumerTests {
     @Test func eightConcurrentClaimersEachWinADifferentShare() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")

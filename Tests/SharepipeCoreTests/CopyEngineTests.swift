@@ -61,7 +61,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
     try handle.close()
 }
 
-@Suite(.timeLimit(.minutes(2))) struct CopyEngineTests {
+@Suite(.timeLimit(.minutes(5))) struct CopyEngineTests {
     /// An engine with the given limits, calling `progress` with the bytes copied after every chunk.
     func engine(
         maxFileSize: Int64 = 1 << 40, maxShareSize: Int64 = 1 << 40, progress: (@Sendable (Int64) -> Void)? = nil

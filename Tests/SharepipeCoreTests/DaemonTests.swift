@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 @testable import SharepipeCore
 
-@Suite(.timeLimit(.minutes(1))) struct DaemonTests {
+@Suite(.timeLimit(.minutes(5))) struct DaemonTests {
     func configuration(_ dir: String) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()
         configuration.inbox = dir + "/inbox"

@@ -3,7 +3,7 @@ import Testing
 @testable import SharepipeCore
 
 /// `Diagnostics`, the checks behind `sharepipe doctor`, in the situations an end-to-end run cannot set up.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct DiagnosticsTests {
     @Test func libmagicWithoutADatabaseFailsWithAHint() {
         let check = Diagnostics.libmagic(Magic(databasePath: "/nonexistent/magic.mgc"))

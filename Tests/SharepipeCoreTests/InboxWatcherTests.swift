@@ -6,7 +6,7 @@ import Testing
 
 /// Serialized (nested suites included): the timing tests must not share the machine with the flood tests.
 @Suite(.serialized) struct InboxWatcherTests {
-    @Test(.timeLimit(.minutes(1))) func droppedFileIsReportedOnceAfterTheSettleWindow() async throws {
+    @Test(.timeLimit(.minutes(5))) func droppedFileIsReportedOnceAfterTheSettleWindow() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -24,7 +24,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func burstyAppendingWriterIsReportedOnceWhole() async throws {
+    @Test(.timeLimit(.minutes(5))) func burstyAppendingWriterIsReportedOnceWhole() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(150))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -47,7 +47,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func folderFilledInPlaceIsOneCandidateOnceItsTreeIsQuiet() async throws {
+    @Test(.timeLimit(.minutes(5))) func folderFilledInPlaceIsOneCandidateOnceItsTreeIsQuiet() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(300))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -78,7 +78,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func filesAndFoldersMovedInAreReported() async throws {
+    @Test(.timeLimit(.minutes(5))) func filesAndFoldersMovedInAreReported() async throws {
         try await withTemporaryDirectory { dir in
             let inbox = dir + "/inbox"
             let outside = dir + "/outside"
@@ -100,7 +100,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func ignoredNamesAreNeverReported() async throws {
+    @Test(.timeLimit(.minutes(5))) func ignoredNamesAreNeverReported() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -139,7 +139,7 @@ import Testing
         #expect(!custom.ignores(".hidden"))
     }
 
-    @Test(.timeLimit(.minutes(1))) func symlinksAndFifosAreReportedPromptlyAsOther() async throws {
+    @Test(.timeLimit(.minutes(5))) func symlinksAndFifosAreReportedPromptlyAsOther() async throws {
         try await withInbox { inbox in
             // A long settle window shows that these do not wait for it.
             try await watching(InboxWatcher(inbox: inbox, settle: .seconds(20))) { log in
@@ -157,7 +157,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func pollingModeAloneReportsEverything() async throws {
+    @Test(.timeLimit(.minutes(5))) func pollingModeAloneReportsEverything() async throws {
         try await withInbox { inbox in
             try writeFile(inbox + "/before.txt", "already here")
             let watcher = InboxWatcher(inbox: inbox, settle: .milliseconds(100), poll: .milliseconds(100))
@@ -177,7 +177,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func initialScanReportsWhatIsAlreadyThere() async throws {
+    @Test(.timeLimit(.minutes(5))) func initialScanReportsWhatIsAlreadyThere() async throws {
         try await withInbox { inbox in
             try writeFile(inbox + "/one.jpg", jpegBytes)
             try writeFile(inbox + "/two.png", pngBytes)
@@ -192,7 +192,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func anEntryIsReportedAgainOnlyAfterItWasReplaced() async throws {
+    @Test(.timeLimit(.minutes(5))) func anEntryIsReportedAgainOnlyAfterItWasReplaced() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -213,7 +213,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    @Test(.timeLimit(.minutes(5)), arguments: [false, true])
     func deletingTheInboxEndsTheStreamWithAnError(polling: Bool) async throws {
         try await withInbox { inbox in
             let watcher = InboxWatcher(
@@ -229,7 +229,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func movingTheInboxAwayEndsTheStreamWithAnError() async throws {
+    @Test(.timeLimit(.minutes(5))) func movingTheInboxAwayEndsTheStreamWithAnError() async throws {
         try await withInbox { inbox in
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
                 try await log.waitUntilStarted(inbox)
@@ -241,7 +241,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func stoppingTheConsumerStopsTheWatching() async throws {
+    @Test(.timeLimit(.minutes(5))) func stoppingTheConsumerStopsTheWatching() async throws {
         try await withInbox { inbox in
             let inode = try System.lstat(inbox).inode
             try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
@@ -262,7 +262,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func floodLargerThanTheInotifyQueueLosesNothing() async throws {
+    @Test(.timeLimit(.minutes(5))) func floodLargerThanTheInotifyQueueLosesNothing() async throws {
         let count = max(20_000, try inotifyQueueLimit() + 2_000)
         try await withInbox { inbox in
             let stream = InboxWatcher(inbox: inbox, settle: .milliseconds(100)).candidates()
@@ -294,7 +294,7 @@ extension InboxWatcherTests {
         let settle: UInt64 = 100_000_000
         let patience: UInt64 = 60_000_000_000
 
-        @Test(.timeLimit(.minutes(1))) func kernelQueueOverflowRescansAndLosesNothing() throws {
+        @Test(.timeLimit(.minutes(5))) func kernelQueueOverflowRescansAndLosesNothing() throws {
             let count = max(20_000, try inotifyQueueLimit() + 2_000)
             try withInboxSync { inbox in
                 var tracker = try InboxTracker(inbox: inbox, settle: settle, patience: patience, ignore: .default)

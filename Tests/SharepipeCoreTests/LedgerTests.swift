@@ -3,7 +3,7 @@ import Glibc
 import Testing
 @testable import SharepipeCore
 
-@Suite(.timeLimit(.minutes(1))) struct LedgerTests {
+@Suite(.timeLimit(.minutes(5))) struct LedgerTests {
     @Test func statusAndListShowEveryStageBytesAndRecentFailures() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")

@@ -5,7 +5,7 @@ import SharepipeTesting
 
 /// SPEC Types "Fallback in fidelity order": a failed load of the chosen representation tries the next declared one
 /// that conforms, and the receipt and manifest list the attempts.
-@Suite(.timeLimit(.minutes(1))) struct LoaderFallbackTests {
+@Suite(.timeLimit(.minutes(5))) struct LoaderFallbackTests {
     func loader(_ root: String, configure: (inout LoaderConfiguration) -> Void = { _ in }) throws -> ShareLoader {
         var configuration = LoaderConfiguration()
         configure(&configuration)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SharepipeCore
 
-@Suite(.timeLimit(.minutes(1))) struct MetricsTests {
+@Suite(.timeLimit(.minutes(5))) struct MetricsTests {
     @Test func statusLineShowsCopiesInFlightAndTheOldestPendingShare() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")

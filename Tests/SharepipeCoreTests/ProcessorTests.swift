@@ -3,7 +3,7 @@ import Glibc
 import Testing
 @testable import SharepipeCore
 
-@Suite(.timeLimit(.minutes(1))) struct ProcessorTests {
+@Suite(.timeLimit(.minutes(5))) struct ProcessorTests {
     /// Publishes one share of text attachments, all named `name`.
     func publishShare(_ spool: Spool, _ texts: [String], name: String = "report.txt") async throws -> String {
         let receipt = await ShareLoader(spool: spool).load(texts.map {

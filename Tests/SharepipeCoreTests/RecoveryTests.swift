@@ -5,7 +5,7 @@ import Testing
 
 /// Each interruption point of publish, claim, complete, retry, quarantine and requeue, left on disk as kill -9
 /// would leave it, then recovered with nothing lost.
-@Suite(.timeLimit(.minutes(1))) struct RecoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct RecoveryTests {
     /// A dropped inbox file and the identity the daemon records for it.
     func dropped(_ path: String, _ text: String) throws -> SourceIdentity {
         try writeFile(path, text)

@@ -18,7 +18,7 @@ extension ShareReceipt {
     var codes: [String?] { attachments.map { $0.error?.code.rawValue } }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ShareLoaderTests {
+@Suite(.timeLimit(.minutes(5))) struct ShareLoaderTests {
     func loader(_ root: String, configure: (inout LoaderConfiguration) -> Void = { _ in }) throws -> ShareLoader {
         var configuration = LoaderConfiguration()
         configure(&configuration)

@@ -3,7 +3,7 @@ import Testing
 @testable import SharepipeCore
 
 /// Signal dispositions are process-wide, so these run one at a time, on SIGURG, whose default action is to ignore.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct SignalsTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SignalsTests {
     @Test func firstSignalCancelsTheBodyAndPutsThePreviousDispositionBack() async throws {
         signal(SIGURG, SIG_DFL)
         let (cancelled, defaultAfterSignal) = await withCancellationOnSignals([SIGURG]) {

@@ -6,7 +6,7 @@ import Testing
 
 /// The spool engine's orderings, one injected failure or race at a time: what a user finds afterwards in the inbox,
 /// the spool and the ledger.
-@Suite(.timeLimit(.minutes(1))) struct SpoolEngineTests {
+@Suite(.timeLimit(.minutes(5))) struct SpoolEngineTests {
     /// An ingester over `dir/inbox` publishing into `spool`, logging into `lines`.
     func ingester(_ dir: String, _ spool: Spool, lines: LogLines = LogLines()) throws -> InboxIngester {
         try System.makeDirectories(dir + "/inbox")

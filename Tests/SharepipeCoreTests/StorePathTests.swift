@@ -3,7 +3,7 @@ import Glibc
 import Testing
 @testable import SharepipeCore
 
-@Suite(.timeLimit(.minutes(1))) struct StorePathTests {
+@Suite(.timeLimit(.minutes(5))) struct StorePathTests {
     @Test(arguments: [
         ("/srv/{name}", "absolute"), ("../{name}", "would leave --output"), ("a/../{name}", "would leave --output"),
         ("./{name}", "would leave --output"), ("a//{name}", "empty segment"), ("{group}/", "empty segment"),

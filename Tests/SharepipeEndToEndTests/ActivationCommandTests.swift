@@ -3,7 +3,7 @@ import Testing
 
 /// `sharepipe activation check`, through the built binary: the four realistic rules of issue 7 as predicates and as
 /// dictionaries, rule files in every form, scenarios, and the usage errors a user meets.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ActivationCommandTests {
     /// One realistic rule in both forms; `dictionary` is inline JSON.
     struct Rule {

@@ -39,7 +39,7 @@ private func installed(_ program: String) -> Bool {
 
 /// The shell completion scripts and the man page, generated from the command definitions: they load in their
 /// shells, offer what `--help` lists, and the page renders without a warning.
-@Suite(.timeLimit(.minutes(2))) struct CompletionAndManPageTests {
+@Suite(.timeLimit(.minutes(5))) struct CompletionAndManPageTests {
     static let tree = CommandTree(.sharepipe)
 
     /// Writes `sharepipe completions SHELL` (or `manpage`) into `dir` and returns its path.

@@ -5,7 +5,7 @@ import Testing
 /// `sharepipe daemon` through the built binary: the systemd notify protocol, drops of files and folders, bursty
 /// writers, hostile entries, an inotify queue overflow, polling mode, private logs, SIGHUP reload, `--oneshot` and
 /// the inbox going away. Each test runs its own daemon in its own temporary directory.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct DaemonEndToEndTests {
     // MARK: notify protocol and signals
 

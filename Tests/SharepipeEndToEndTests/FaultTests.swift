@@ -4,7 +4,7 @@ import Testing
 /// Fault tests through the built binary: `kill -9` while the daemon ingests, a state directory on a tmpfs that
 /// fills up, an `exec` processor that hangs, and a second consumer started beside a live claim. Each one is bounded
 /// to seconds; together they stay well under the CI budget of a debug build.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct FaultTests {
     /// Whether this machine lets the tests mount a tmpfs (root, or CAP_SYS_ADMIN); the full-disk tests need one
     /// because the spool's free-space floor (64 MiB) has no flag and only a real small file system fills up.

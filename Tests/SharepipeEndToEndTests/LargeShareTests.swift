@@ -5,7 +5,7 @@ import Testing
 @testable import sharepipe
 
 /// Large shares through the built binary: interrupting one, watching one in `status`, and its progress bar.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct LargeShareTests {
     /// The large file's size: a copy of it takes seconds, a window the tests act in.
     static let size = 4 << 30

@@ -3,7 +3,7 @@ import Testing
 
 /// `sharepipe matrix`: how a team's CI job goes green, red (exit 1, the JUnit file naming the failed case) and
 /// refuses malformed input (exit 2, naming the file, the key and the index).
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct MatrixCommandTests {
     /// A copy of the committed scenarios and the files they name, so that a test can edit one.
     func copyOfTheFixtures(in dir: String) throws -> String {

@@ -4,7 +4,7 @@ import Testing
 
 /// `sharepipe consume`, `status`, `ls`, `requeue`, `purge` and `doctor`, through the built binary, against shares
 /// published with the library.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct OperatorCommandTests {
     private static let noteBytes = Array("hello, operator\n".utf8)
 

@@ -5,7 +5,7 @@ import Testing
 
 /// The SPEC's output convention, command by command through the built binary: a result on stdout, diagnostics on
 /// stderr, and under `--json` an error also on stdout as `{"error": {"code", "message"}}` with the same status.
-@Suite(.timeLimit(.minutes(3))) struct OutputConventionTests {
+@Suite(.timeLimit(.minutes(5))) struct OutputConventionTests {
     /// Every command `sharepipe` runs, hidden ones included, as its words.
     static let commands = CommandTree(.sharepipe).commands.map { $0.path.joined(separator: " ") } + ["manpage"]
 

@@ -3,7 +3,7 @@ import Testing
 
 /// `ls --rejected` and `purge --rejected` on what a real daemon run refused, and `ls` naming copied attachments
 /// only.
-@Suite(.timeLimit(.minutes(1))) struct RejectedCommandTests {
+@Suite(.timeLimit(.minutes(5))) struct RejectedCommandTests {
     /// A oneshot daemon run over a lying JPEG and a folder holding one: both end up in `.rejected/`.
     func rejectTwo(_ dir: String) throws -> String {
         let inbox = dir + "/inbox"

@@ -6,7 +6,7 @@ import Testing
 /// the error code. The same file says which of the rules in
 /// `Fixtures/scenarios/rules/` activate the share, checked both with `sharepipe activation check` and with
 /// `share --activation-rule`.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct ScenarioMatrixTests {
     /// What `<name>.expected.json` holds.
     struct Expectation: Decodable {

@@ -6,7 +6,7 @@ import Testing
 
 /// `sharepipe share`, through the built binary: receipts, exit statuses, the files in the spool, and the sources
 /// left exactly as they were.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ShareCommandTests {
     @Test func happyPathCopiesEveryAttachmentIntoIncoming() async throws {
         try await withTemporaryDirectory { dir in

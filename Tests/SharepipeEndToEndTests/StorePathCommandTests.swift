@@ -3,7 +3,7 @@ import Testing
 
 /// `--store-path` through the built binary: a template that could leave `--output` is a usage error before
 /// anything is created; a valid one decides where `consume` stores each copy.
-@Suite(.timeLimit(.minutes(1))) struct StorePathCommandTests {
+@Suite(.timeLimit(.minutes(5))) struct StorePathCommandTests {
     @Test(arguments: [
         ("../out/{name}", #"error: --store-path: "../out/{name}" has a .. segment: it would leave --output"#),
         ("/tmp/{name}", #"error: --store-path: "/tmp/{name}" is absolute; it must be relative to --output"#),

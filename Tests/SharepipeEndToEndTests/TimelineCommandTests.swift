@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// `sharepipe show` and `sharepipe events`: a share's history and the live event stream, from the ledger.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TimelineCommandTests {
     /// Shares one file into `state` and returns the share id.
     func share(_ file: String, state: String) throws -> String {

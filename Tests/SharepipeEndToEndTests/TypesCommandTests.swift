@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `sharepipe types …` and the command line's general behaviour, through the built binary.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TypesCommandTests {
     @Test func showPrintsParentsSupertypesAndTags() throws {
         let result = try runSharepipe(["types", "show", "public.jpeg"])

@@ -42,7 +42,7 @@ func snapshot(_ directory: String) throws -> [String: Data] {
     return files
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct LifecycleHarnessTests {
     @Test(arguments: [ScriptedItemProvider.AfterCallback.delete, .move])
     func copiesOutliveTheTemporarySource(after: ScriptedItemProvider.AfterCallback) async throws {
