@@ -5,7 +5,7 @@ import SharepipeCore
 struct LsCommand: Command {
     static let name = "ls"
     static let abstract = "List the shares in staging, incoming, processing and quarantine."
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         One row per share directory, stage by stage, oldest first: attachments copied, bytes, age, processor
         attempts and the attachments' suggested names (the local operator's view: names come from the manifests
@@ -60,15 +60,17 @@ struct LsCommand: Command {
     }
 
     let state: String
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let entries = try Self.entries(spool)
         if json {
             try Output.printJSON(Report(shares: entries))

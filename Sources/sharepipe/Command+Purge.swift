@@ -28,7 +28,7 @@ struct PurgeCommand: Command {
 
     static let name = "purge"
     static let abstract = "Delete quarantined shares, all of them or those older than a duration."
-    static let options: [any OptionDeclaration] = [quarantine, olderThan, ProcessorOptions.state, CommonOptions.json]
+    static let options: [any OptionDeclaration] = [quarantine, olderThan, ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let usage = "--quarantine [--older-than DURATION] [options]"
     static let discussion = """
         The copies and reason.json of each share are deleted for good; the ledger keeps a record that they were.
@@ -43,6 +43,7 @@ struct PurgeCommand: Command {
 
     let olderThan: Duration?
     let state: String
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
@@ -51,11 +52,12 @@ struct PurgeCommand: Command {
         }
         olderThan = arguments[Self.olderThan]
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let purged = try spool.purgeQuarantine(olderThan: olderThan)
         if json {
             try Output.printJSON(Report(purged: purged))

@@ -99,12 +99,11 @@ extension PostgresLedger {
         }
     }
 
-    /// The server's clock minus this host's, in ms (positive: the server is ahead); half the round trip is
-    /// taken off.
-    func clockSkew() throws -> Int64 {
+    /// The server's clock minus this host's, in ms (positive: the server is ahead), the round trip split evenly.
+    static func clockSkew(_ connection: PostgresConnection) throws -> Int64 {
         let before = LedgerClock.now()
         let server = try connection.withSession { session in
-            Int64(try session.query("SELECT \(Self.serverNow)").scalar ?? "0") ?? 0
+            Int64(try session.query("SELECT \(serverNow)").scalar ?? "0") ?? 0
         }
         let after = LedgerClock.now()
         return server - (before + after) / 2
