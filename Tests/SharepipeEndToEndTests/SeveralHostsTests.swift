@@ -283,16 +283,23 @@ private final class PrivateCluster {
         }
     }
 
+    /// Runs a tool and waits for it, with posix_spawn and waitpid: Foundation's `Process` learns of the exit
+    /// through a descriptor the child inherits, which the server that `pg_ctl start` leaves running keeps open.
     private static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SupportError("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw SupportError("\(executable) could not start: errno \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else {
+            throw SupportError("\(executable) \(arguments.joined(separator: " ")) failed with status \(status)")
         }
     }
 
