@@ -10,7 +10,8 @@ struct LsCommand: Command {
         One row per share directory, stage by stage, oldest first: attachments copied, bytes, age, processor
         attempts and the attachments' suggested names (the local operator's view: names come from the manifests
         and are shown here, never logged). Quarantined shares also show why they failed. The state directory must
-        exist: ls never creates it (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1).
+        exist: ls never creates it (a missing one is ERR_CONTAINER_UNAVAILABLE, exit 1). With a PostgreSQL
+        --ledger, a share in processing also shows the daemon holding its claim (host:pid:boot-id).
         """
 
     /// The JSON shape: `{"shares": [Entry]}`, every key always present.
@@ -36,10 +37,12 @@ struct LsCommand: Command {
         var suggestedNames: [String]
         /// The last attempt's error, for a quarantined share.
         var reason: String?
+        /// Who holds the claim of a share in processing (host:pid:boot-id), with a PostgreSQL ledger.
+        var claimedBy: String?
 
         enum CodingKeys: String, CodingKey {
             case shareId, stage, attachments, bytes, createdAt, ageSeconds, attempts, lastCode, retryInSeconds
-            case sourceApp, suggestedNames, reason
+            case sourceApp, suggestedNames, reason, claimedBy
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -56,6 +59,7 @@ struct LsCommand: Command {
             try container.encode(sourceApp, forKey: .sourceApp)
             try container.encode(suggestedNames, forKey: .suggestedNames)
             try container.encode(reason, forKey: .reason)
+            try container.encode(claimedBy, forKey: .claimedBy)
         }
     }
 
@@ -103,13 +107,16 @@ struct LsCommand: Command {
                     retryInSeconds: stage == .incoming ? retry.flatMap { $0 > 0 ? $0 : nil } : nil,
                     sourceApp: manifest?.sourceApp,
                     suggestedNames: manifest?.attachments.compactMap(\.suggestedName) ?? [],
-                    reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil))
+                    reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil,
+                    claimedBy: stage == .processing ? listing?.claimedBy : nil))
             }
         }
         return entries
     }
 
     private func printTable(_ entries: [Entry]) {
+        // The claim holders column only with a ledger that records them (PostgreSQL: several hosts).
+        let holders = entries.contains { $0.claimedBy != nil }
         let rows = entries.map { entry -> [String] in
             var attempts = String(entry.attempts)
             if let retry = entry.retryInSeconds { attempts += " (retry in \(formatAge(seconds: retry)))" }
@@ -117,9 +124,10 @@ struct LsCommand: Command {
                 entry.stage, entry.shareId, String(entry.attachments), Output.formatBytes(entry.bytes),
                 entry.ageSeconds.map { formatAge(seconds: $0) } ?? "-", attempts,
                 entry.suggestedNames.isEmpty ? "-" : entry.suggestedNames.joined(separator: ", "),
-            ]
+            ] + (holders ? [entry.claimedBy ?? "-"] : [])
         }
-        Output.write(Output.table(rows, header: ["STAGE", "SHARE", "FILES", "SIZE", "AGE", "ATTEMPTS", "NAMES"]))
+        let header = ["STAGE", "SHARE", "FILES", "SIZE", "AGE", "ATTEMPTS", "NAMES"] + (holders ? ["CLAIMED BY"] : [])
+        Output.write(Output.table(rows, header: header))
         let reasons = entries.compactMap { entry in entry.reason.map { (entry.shareId, $0) } }
         if !reasons.isEmpty {
             Output.line()

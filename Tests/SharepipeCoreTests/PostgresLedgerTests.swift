@@ -63,7 +63,7 @@ struct PostgresLedgerTests {
         let hostC = try PostgresLedger(url: url, lease: .milliseconds(300), owner: "host-c:3:boot")
         let id = try published(try #require(hostA))
         #expect(try hostA?.recordClaimed([id]).attempts == [id: 0])
-        #expect(try hostA?.claimHolders() == [id: "host-a:1:boot"])
+        #expect(try hostB.listShares().map(\.claimedBy) == ["host-a:1:boot"])
 
         // Another host cannot complete a claim it does not hold.
         #expect(try hostB.recordProcessed([(id, 1)])

@@ -41,6 +41,16 @@ struct SeveralHostsTests {
                 return logs[0].count >= 10 && logs.map(\.count).reduce(0, +) < count - 60
             }
             try #require(started, "daemon 0 did not get to work mid-run")
+            // ls shows every daemon's claims, each with the host:pid:boot-id holding it.
+            let pids = Set(daemons.map(\.pid))
+            let listed = try await eventually(.seconds(30)) {
+                let holders = try cluster.claimHolders()
+                return !holders.isEmpty && holders.allSatisfy { holder in
+                    let parts = holder.split(separator: ":")
+                    return parts.count == 3 && parts[1].isEmpty == false && pids.contains(Int32(parts[1]) ?? -1)
+                }
+            }
+            #expect(listed)
             daemons[0].signal(SIGKILL)
             #expect(try daemons[0].waitForExit().status == 128 + SIGKILL)
             let killedAt = ContinuousClock.now
@@ -216,6 +226,14 @@ private struct ClusterSandbox {
         let result = try runSharepipe(["status", "--state", state, "--ledger", ledger, "--json"])
         guard result.status == 0 else { throw SupportError("status failed: \(result.stderr)") }
         return try result.jsonObject
+    }
+
+    /// The claim holders `ls --json` shows for the shares in processing.
+    func claimHolders() throws -> [String] {
+        let result = try runSharepipe(["ls", "--state", state, "--ledger", ledger, "--json"])
+        guard result.status == 0 else { throw SupportError("ls failed: \(result.stderr)") }
+        let shares = try result.jsonObject["shares"] as? [[String: Any]] ?? []
+        return shares.filter { $0["stage"] as? String == "processing" }.compactMap { $0["claimedBy"] as? String }
     }
 
     /// One share per drop, all processed, none waiting.

@@ -45,7 +45,7 @@ extension PostgresLedger {
         try connection.withSession { session in
             try session.query(
                 """
-                SELECT id, state, attachments, bytes, created_at, attempts, last_code, not_before FROM shares
+                SELECT id, state, attachments, bytes, created_at, attempts, last_code, not_before, claimed_by FROM shares
                 WHERE state IN ('staged', 'published', 'claimed', 'quarantined') ORDER BY created_at, id
                 """
             ).rows.compactMap { row in
@@ -56,7 +56,8 @@ extension PostgresLedger {
                     bytes: row[3].flatMap { Int64($0) } ?? 0,
                     createdAt: Date(timeIntervalSince1970: Double(row[4].flatMap { Int64($0) } ?? 0) / 1000),
                     attempts: row[5].flatMap { Int($0) } ?? 0, lastCode: row[6].flatMap(ShareError.Code.init(rawValue:)),
-                    notBefore: notBefore > 0 ? Date(timeIntervalSince1970: Double(notBefore) / 1000) : nil)
+                    notBefore: notBefore > 0 ? Date(timeIntervalSince1970: Double(notBefore) / 1000) : nil,
+                    claimedBy: row[8])
             }
         }
     }
@@ -85,17 +86,6 @@ extension PostgresLedger {
     func lastEventSequence() throws -> Int64 {
         try connection.withSession { session in
             Int64(try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").scalar ?? "0") ?? 0
-        }
-    }
-
-    /// Who holds each claim: share id → host:pid:boot-id of its claimer.
-    func claimHolders() throws -> [String: String] {
-        try connection.withSession { session in
-            var holders: [String: String] = [:]
-            for row in try session.query("SELECT id, claimed_by FROM shares WHERE state = 'claimed'").rows {
-                if let id = row[0], let holder = row[1] { holders[id] = holder }
-            }
-            return holders
         }
     }
 
