@@ -363,3 +363,46 @@ private func eventually(
 private func directoryNames(_ path: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }
 }
+
+/// `--ledger` and `--ledger-lease` on the command line and in a config file, without a server.
+@Suite(.timeLimit(.minutes(1)))
+struct LedgerOptionTests {
+    @Test func anUnknownLedgerIsAUsageErrorNamingTheFlag() async throws {
+        try await withTemporaryDirectory { dir in
+            let result = try runSharepipe(["status", "--state", dir, "--ledger", "mysql://db"])
+            #expect(result.status == 2)
+            #expect(result.stderr.contains("--ledger: expected sqlite or a postgresql:// URL"))
+            let zero = try runSharepipe(["ls", "--state", dir, "--ledger-lease", "0"])
+            #expect(zero.status == 2)
+            #expect(zero.stderr.contains("--ledger-lease"))
+        }
+    }
+
+    @Test func anUnreachableServerIsExitOneNamingTheSettingButNotThePassword() async throws {
+        try await withTemporaryDirectory { dir in
+            let url = "postgresql://someone:hunter2@127.0.0.1:1/ledger"
+            for command in [["status"], ["ls"], ["purge", "--quarantine"]] {
+                let result = try runSharepipe(command + ["--state", dir, "--ledger", url])
+                #expect(result.status == 1)
+                #expect(result.stderr.contains("ERR_CONTAINER_UNAVAILABLE"))
+                #expect(result.stderr.contains("postgresql://someone@127.0.0.1:1/ledger (--ledger)"))
+                #expect(!result.stderr.contains("hunter2"))
+            }
+            let config = try writeFile(dir + "/daemon.json", #"{"ledger": "\#(url)", "ledger-lease": 5000}"#)
+            let daemon = try runSharepipe([
+                "daemon", "--inbox", dir + "/inbox", "--state", dir + "/state", "--config", config, "--oneshot",
+            ])
+            #expect(daemon.status == 1)
+            #expect(daemon.stderr.contains("(--ledger)"))
+            #expect(!daemon.stderr.contains("hunter2"))
+            let doctor = try runSharepipe([
+                "doctor", "--state", dir + "/state", "--inbox", dir + "/inbox", "--config", config, "--json",
+            ])
+            #expect(doctor.status == 1)
+            let checks = try #require(try doctor.json as? [[String: Any]])
+            let ledger = try #require(checks.first { $0["check"] as? String == "ledger" })
+            #expect(ledger["status"] as? String == "fail")
+            #expect(!doctor.stdout.contains("hunter2"))
+        }
+    }
+}
