@@ -28,7 +28,8 @@ struct PurgeCommand: Command {
 
     static let name = "purge"
     static let abstract = "Delete quarantined shares, all of them or those older than a duration."
-    static let options: [any OptionDeclaration] = [quarantine, olderThan, ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
+    static let options: [any OptionDeclaration] =
+        [quarantine, olderThan, ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let usage = "--quarantine [--older-than DURATION] [options]"
     static let discussion = """
         The copies and reason.json of each share are deleted for good; the ledger keeps a record that they were.

@@ -44,7 +44,8 @@ import Testing
             let unknown = UUID().uuidString
             let (attempts, violations) = try ledger.recordClaimed([idA, unknown])
             #expect(attempts == [idA: 0])
-            #expect(violations == [PreconditionViolation(shareID: unknown, expected: [.published, .staged], found: nil)])
+            #expect(violations
+                == [PreconditionViolation(shareID: unknown, expected: [.published, .staged], found: nil)])
             #expect(try ledger.state(ofShare: idA) == .claimed)
             #expect(try ledger.firstAttemptAt(shareID: idA) != nil)
 
@@ -107,7 +108,8 @@ import Testing
             #expect(try ledger.recordPurged(shareID: id)
                 == [PreconditionViolation(shareID: id, expected: [.quarantined], found: .published)])
             _ = try ledger.recordClaimed([id])
-            #expect(try ledger.recordQuarantined(shareID: id, code: .processorFailed, durationMilliseconds: nil).isEmpty)
+            #expect(
+                try ledger.recordQuarantined(shareID: id, code: .processorFailed, durationMilliseconds: nil).isEmpty)
             #expect(try ledger.attempts(ofShare: id) == 0)
             #expect(try ledger.recordPurged(shareID: id).isEmpty)
             #expect(try ledger.state(ofShare: id) == .purged)

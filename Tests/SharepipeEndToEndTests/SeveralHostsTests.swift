@@ -167,7 +167,9 @@ private struct ClusterSandbox {
         self.ledger = ledger
         self.processingDelay = processingDelay
         self.lease = lease
-        for path in [inbox, outside] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        for path in [inbox, outside] {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
     }
 
     var inbox: String { root + "/inbox" }
@@ -249,7 +251,8 @@ private struct ClusterSandbox {
     /// The sum of a logfmt field over the log lines that carry it.
     static func sum(_ field: String, in log: String) -> Int {
         log.split(separator: "\n").compactMap { line in
-            line.split(separator: " ").first { $0.hasPrefix(field + "=") }.flatMap { Int($0.dropFirst(field.count + 1)) }
+            line.split(separator: " ").first { $0.hasPrefix(field + "=") }
+                .flatMap { Int($0.dropFirst(field.count + 1)) }
         }.reduce(0, +)
     }
 }

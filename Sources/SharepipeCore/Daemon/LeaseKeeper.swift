@@ -30,7 +30,8 @@ struct LeaseKeeper: Sendable {
                 let report = try spool.recover()
                 reconnections = current
                 logger.info("lease.recovered", [
-                    ("expired", .int(Int64(expired.count))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
+                    ("expired", .int(Int64(expired.count))),
+                    ("claims_returned", .int(Int64(report.returnedToIncoming))),
                     ("live_claims", .int(Int64(report.liveClaims))),
                 ])
                 if report.returnedToIncoming > 0 { consumer.wake() }

@@ -7,7 +7,8 @@ extension PostgresLedger {
     ///
     /// Parameters: `$1` now (ms), `$2` the share ids, `$3` the states it starts from, `$4` the owner whose claims
     /// it applies to (NULL: any), then `extra` from `$5` on. `assignments` is the SET list (without `updated_at`);
-    /// each of `events` is an `INSERT INTO events … SELECT … FROM u` over the updated rows `u` (id, attempts, bytes).
+    /// each of `events` is an `INSERT INTO events … SELECT … FROM u` over the updated rows `u` (id, attempts,
+    /// bytes).
     /// Returns the updated rows (id, attempts) and the violations.
     private func transition(
         _ shareIDs: [String], from: [ShareState], ownedOnly: Bool, set assignments: String, events: [String],

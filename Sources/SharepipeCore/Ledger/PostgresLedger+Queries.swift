@@ -45,7 +45,8 @@ extension PostgresLedger {
         try connection.withSession { session in
             try session.query(
                 """
-                SELECT id, state, attachments, bytes, created_at, attempts, last_code, not_before, claimed_by FROM shares
+                SELECT id, state, attachments, bytes, created_at, attempts, last_code, not_before, claimed_by
+                FROM shares
                 WHERE state IN ('staged', 'published', 'claimed', 'quarantined') ORDER BY created_at, id
                 """
             ).rows.compactMap { row in
@@ -55,7 +56,8 @@ extension PostgresLedger {
                     shareId: id, stage: stage, attachments: row[2].flatMap { Int($0) } ?? 0,
                     bytes: row[3].flatMap { Int64($0) } ?? 0,
                     createdAt: Date(timeIntervalSince1970: Double(row[4].flatMap { Int64($0) } ?? 0) / 1000),
-                    attempts: row[5].flatMap { Int($0) } ?? 0, lastCode: row[6].flatMap(ShareError.Code.init(rawValue:)),
+                    attempts: row[5].flatMap { Int($0) } ?? 0,
+                    lastCode: row[6].flatMap(ShareError.Code.init(rawValue:)),
                     notBefore: notBefore > 0 ? Date(timeIntervalSince1970: Double(notBefore) / 1000) : nil,
                     claimedBy: row[8])
             }
