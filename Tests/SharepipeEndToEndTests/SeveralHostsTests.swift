@@ -227,6 +227,7 @@ private struct ClusterSandbox {
     func ledgerStatus() throws -> [String: Any] {
         let result = try runSharepipe(["status", "--state", state, "--ledger", ledger, "--json"])
         guard result.status == 0 else { throw SupportError("status failed: \(result.stderr)") }
+        #expect(result.stderr.isEmpty, "no server notices on stderr")
         return try result.jsonObject
     }
 

@@ -163,6 +163,8 @@ final class PostgresConnection: Sendable {
             state.backoff = min(state.backoff * 2, Self.maxBackoff)
             throw unavailable("cannot connect: \(message)")
         }
+        // Notices (such as "already exists, skipping") would go to stderr; errors still come back as errors.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         if state.everConnected { state.reconnections += 1 }
         state.everConnected = true
         state.handle = handle
