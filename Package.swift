@@ -12,10 +12,11 @@ let package = Package(
         .systemLibrary(name: "CMagic", pkgConfig: nil, providers: [.apt(["libmagic-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: nil, providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: nil, providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPQ", pkgConfig: nil, providers: [.apt(["libpq-dev"])]),
         .target(name: "CSharepipeShims"),
         .target(
             name: "SharepipeCore",
-            dependencies: ["CMagic", "CSQLite", "CCrypto", "CSharepipeShims"]
+            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims"]
         ),
         .target(name: "SharepipeTesting", dependencies: ["SharepipeCore"]),
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeTesting"]),

@@ -5,7 +5,8 @@ import SharepipeCore
 struct ConsumeCommand: Command {
     static let name = "consume"
     static let abstract = "Process every published share (retries included), then exit."
-    static let options: [any OptionDeclaration] = ProcessorOptions.all + [CommonOptions.types, CommonOptions.json]
+    static let options: [any OptionDeclaration] =
+        ProcessorOptions.all + LedgerOptions.all + [CommonOptions.types, CommonOptions.json]
     static let discussion = """
         Starts with recovery: unpublished shares left in staging are deleted and shares whose claimer died go
         back to incoming. A failing share is retried after --retry-delay (doubling) and quarantined after
@@ -33,6 +34,7 @@ struct ConsumeCommand: Command {
     }
 
     let state: String
+    let ledger: LedgerLocation
     let processor: DaemonConfiguration.ProcessorChoice
     let configuration: ConsumerConfiguration
     let registry: TypeRegistry
@@ -40,6 +42,7 @@ struct ConsumeCommand: Command {
 
     init(arguments: ParsedArguments) throws {
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         processor = try ProcessorOptions.processorChoice(arguments)
         configuration = ProcessorOptions.consumerConfiguration(arguments)
         registry = try loadTypeRegistry(arguments)
@@ -47,7 +50,7 @@ struct ConsumeCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let spool = try Spool(root: state)
+        let spool = try Spool(root: state, ledger: ledger)
         let recovery = try spool.recover()
         let consumer = Consumer(
             spool: spool, processor: Daemon.makeProcessor(processor, registry: registry), configuration: configuration)

@@ -48,7 +48,7 @@ struct DaemonCommand: Command {
 
     static let options: [any OptionDeclaration] = [
         inbox, ProcessorOptions.state, config,
-    ] + ProcessorOptions.processorOptions + [
+    ] + LedgerOptions.all + ProcessorOptions.processorOptions + [
         accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
         CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
     ] + SpoolLimitOptions.all
@@ -89,6 +89,7 @@ struct DaemonCommand: Command {
         var configuration = DaemonConfiguration()
         configuration.inbox = arguments[inbox]!
         configuration.state = ProcessorOptions.stateDirectory(arguments)
+        configuration.ledger = try LedgerOptions.location(arguments)
         configuration.processor = try ProcessorOptions.processorChoice(arguments)
         let idlePoll = configuration.consumer.pollInterval
         configuration.consumer = ProcessorOptions.consumerConfiguration(arguments)

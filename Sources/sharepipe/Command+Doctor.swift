@@ -10,8 +10,9 @@ struct DoctorCommand: Command {
 
     static let name = "doctor"
     static let abstract = "Check that this host can run sharepipe; exit 1 when a check fails."
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, inbox, config, CommonOptions.json]
-        + SpoolLimitOptions.all + [DaemonCommand.maxFileSize]
+    static let options: [any OptionDeclaration] =
+        [ProcessorOptions.state, inbox, config] + LedgerOptions.all + [CommonOptions.json] + SpoolLimitOptions.all
+        + [DaemonCommand.maxFileSize]
     static let discussion = """
         Checks: libmagic's database loads and sniffs a JPEG header as image/jpeg; the state directory exists (or
         can be created) and takes new files; its stage directories share one file system; the inbox is readable
@@ -50,6 +51,7 @@ struct DoctorCommand: Command {
     let state: String?
     let inboxPath: String?
     let configPath: String?
+    let ledgerGiven: [(String, String?)]
     let json: Bool
     /// The spool limits given on the command line, as `--name=value` words for the daemon's own parsing.
     let limitArguments: [String]
@@ -58,6 +60,11 @@ struct DoctorCommand: Command {
         state = arguments[ProcessorOptions.state]
         inboxPath = arguments[Self.inbox]
         configPath = arguments[Self.config]
+        ledgerGiven = [
+            ("ledger", arguments.isSpecified(LedgerOptions.ledger) ? arguments[LedgerOptions.ledger] : nil),
+            ("ledger-lease", arguments.isSpecified(LedgerOptions.lease)
+                ? arguments[LedgerOptions.lease].map { "\($0)" } : nil),
+        ]
         json = arguments[CommonOptions.json]
         func given<Value>(_ option: Option<Value>) -> String? {
             guard arguments.isSpecified(option), let value = arguments[option] else { return nil }
@@ -73,17 +80,19 @@ struct DoctorCommand: Command {
         var state = state ?? Spool.defaultRoot()
         var inbox = inboxPath ?? "inbox"
         var limits = LoaderConfiguration()
+        var ledger = LedgerLocation.sqlite
         var configCheck: DiagnosticCheck?
         // The daemon's own reading of its flags and config file decides what a valid config is, and which state
         // directory and inbox it would use.
         do {
-            let tokens = [("state", self.state), ("inbox", inboxPath), ("config", configPath)]
+            let tokens = ([("state", self.state), ("inbox", inboxPath), ("config", configPath)] + ledgerGiven)
                 .compactMap { name, value in value.map { "--\(name)=\($0)" } }
             let settings = try DaemonCommand.settings(
                 ParsedArguments(parsing: tokens + limitArguments, options: DaemonCommand.options, positionals: []))
             state = settings.configuration.state
             inbox = settings.configuration.inbox
             limits = settings.configuration.loader
+            ledger = settings.configuration.ledger
             if let configPath {
                 configCheck = DiagnosticCheck(
                     name: "config", status: .ok, detail: "\(configPath) is valid: every key is a daemon option")
@@ -93,7 +102,8 @@ struct DoctorCommand: Command {
                 name: "config", status: .failure, detail: "\(error)",
                 hint: "keys are the long option names of \"sharepipe daemon --help\", values as on the command line")
         }
-        let checks = Diagnostics.run(state: state, inbox: inbox, limits: limits) + (configCheck.map { [$0] } ?? [])
+        let checks = Diagnostics.run(state: state, inbox: inbox, limits: limits) + Diagnostics.ledger(ledger)
+            + (configCheck.map { [$0] } ?? [])
         if json {
             try Output.printJSON(checks.map {
                 Entry(check: $0.name, ok: $0.ok, status: $0.status.rawValue, detail: $0.detail, hint: $0.hint)

@@ -7,7 +7,8 @@ struct EventsCommand: Command {
     static let abstract = "Print lifecycle events, one per line; --follow keeps printing new ones as they happen."
     static let follow = Flag(
         "follow", help: "After the recorded events, print new ones as they are recorded until SIGINT or SIGTERM.")
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, follow, CommonOptions.json]
+    static let options: [any OptionDeclaration] =
+        [ProcessorOptions.state, follow] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         Each line is one event, oldest first: logfmt (time, seq, share, event, then attempt, attachment, type, \
         bytes, code and duration_ms when they apply), or with --json one JSON object per line (JSON Lines) with \
@@ -20,11 +21,13 @@ struct EventsCommand: Command {
     static let pollInterval = Duration.milliseconds(200)
 
     let state: String
+    let ledger: LedgerLocation
     let following: Bool
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         following = arguments[Self.follow]
         json = arguments[CommonOptions.json]
     }
@@ -33,7 +36,7 @@ struct EventsCommand: Command {
         let spool: Spool
         var last: Int64
         do {
-            spool = try Spool.openExisting(root: state)
+            spool = try Spool.openExisting(root: state, ledger: ledger)
             last = try printEvents(spool, after: 0)
         } catch let error as ShareError {
             return reportFailure(error, json: json)

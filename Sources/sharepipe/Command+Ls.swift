@@ -25,8 +25,7 @@ struct LsCommand: Command {
     static let abstract = "List the shares in staging, incoming, processing and quarantine, or rejected drops."
     static let options: [any OptionDeclaration] = [
         ProcessorOptions.state, RejectedOptions.rejected, RejectedOptions.inbox, RejectedOptions.config,
-        CommonOptions.json,
-    ]
+    ] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         One row per share directory, stage by stage, oldest first: attachments copied, bytes, age, processor
         attempts and the names of the copied attachments (the local operator's view: names come from the manifests
@@ -36,6 +35,9 @@ struct LsCommand: Command {
 
         With --rejected: one row per entry of INBOX/.rejected/, oldest rejection first, with its size, age, code
         and message from its .reason.json. A missing .rejected/ means nothing was rejected: an empty list.
+
+        With a PostgreSQL --ledger, a share in processing also shows the daemon holding its claim
+        (host:pid:boot-id).
         """
 
     /// The JSON shape: `{"shares": [Entry]}`, every key always present.
@@ -64,10 +66,12 @@ struct LsCommand: Command {
         var failed: Int
         /// The last attempt's error, for a quarantined share.
         var reason: String?
+        /// Who holds the claim of a share in processing (host:pid:boot-id), with a PostgreSQL ledger.
+        var claimedBy: String?
 
         enum CodingKeys: String, CodingKey {
             case shareId, stage, attachments, bytes, createdAt, ageSeconds, attempts, lastCode, retryInSeconds
-            case sourceApp, suggestedNames, failed, reason
+            case sourceApp, suggestedNames, failed, reason, claimedBy
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -85,6 +89,7 @@ struct LsCommand: Command {
             try container.encode(suggestedNames, forKey: .suggestedNames)
             try container.encode(failed, forKey: .failed)
             try container.encode(reason, forKey: .reason)
+            try container.encode(claimedBy, forKey: .claimedBy)
         }
     }
 
@@ -122,6 +127,7 @@ struct LsCommand: Command {
     let state: String
     /// The inbox, with `--rejected`.
     let rejectedInbox: String?
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
@@ -131,12 +137,13 @@ struct LsCommand: Command {
         where rejectedInbox == nil && arguments.isSpecified(option) {
             throw ValidationError(option: option, "only used with --rejected")
         }
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
         if let rejectedInbox { return try listRejected(RejectedFolder(inbox: rejectedInbox)) }
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let entries = try Self.entries(spool)
         if json {
             try Output.printJSON(Report(shares: entries))
@@ -170,13 +177,16 @@ struct LsCommand: Command {
                     retryInSeconds: stage == .incoming ? retry.flatMap { $0 > 0 ? $0 : nil } : nil,
                     sourceApp: manifest?.sourceApp,
                     suggestedNames: copied?.compactMap(\.suggestedName) ?? [], failed: failed,
-                    reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil))
+                    reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil,
+                    claimedBy: stage == .processing ? listing?.claimedBy : nil))
             }
         }
         return entries
     }
 
     private func printTable(_ entries: [Entry]) {
+        // The claim holders column only with a ledger that records them (PostgreSQL: several hosts).
+        let holders = entries.contains { $0.claimedBy != nil }
         let rows = entries.map { entry -> [String] in
             var attempts = String(entry.attempts)
             if let retry = entry.retryInSeconds { attempts += " (retry in \(formatAge(seconds: retry)))" }
@@ -185,9 +195,10 @@ struct LsCommand: Command {
             return [
                 entry.stage, entry.shareId, String(entry.attachments), Output.formatBytes(entry.bytes),
                 entry.ageSeconds.map { formatAge(seconds: $0) } ?? "-", attempts, names.isEmpty ? "-" : names,
-            ]
+            ] + (holders ? [entry.claimedBy ?? "-"] : [])
         }
-        Output.write(Output.table(rows, header: ["STAGE", "SHARE", "FILES", "SIZE", "AGE", "ATTEMPTS", "NAMES"]))
+        let header = ["STAGE", "SHARE", "FILES", "SIZE", "AGE", "ATTEMPTS", "NAMES"] + (holders ? ["CLAIMED BY"] : [])
+        Output.write(Output.table(rows, header: header))
         let reasons = entries.compactMap { entry in entry.reason.map { (entry.shareId, $0) } }
         if !reasons.isEmpty {
             Output.line()

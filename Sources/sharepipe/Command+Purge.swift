@@ -31,8 +31,8 @@ struct PurgeCommand: Command {
     static let abstract = "Delete quarantined shares or rejected drops, all of them or those older than a duration."
     static let options: [any OptionDeclaration] = [
         quarantine, RejectedOptions.rejected, olderThan, ProcessorOptions.state, RejectedOptions.inbox,
-        RejectedOptions.config, CommonOptions.json,
-    ]
+        RejectedOptions.config,
+    ] + LedgerOptions.all + [CommonOptions.json]
     static let usage = "(--quarantine | --rejected) [--older-than DURATION] [options]"
     static let discussion = """
         --quarantine: the copies and reason.json of each share are deleted for good; the ledger keeps a record
@@ -52,6 +52,7 @@ struct PurgeCommand: Command {
     let state: String
     /// The inbox, with `--rejected`.
     let rejectedInbox: String?
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
@@ -67,6 +68,7 @@ struct PurgeCommand: Command {
         where !rejected && arguments.isSpecified(option) {
             throw ValidationError(option: option, "only used with --rejected")
         }
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
@@ -83,7 +85,7 @@ struct PurgeCommand: Command {
             }
             return .success
         }
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let purged = try spool.purgeQuarantine(olderThan: olderThan)
         if json {
             try Output.printJSON(Report(purged: purged))

@@ -5,7 +5,7 @@ import SharepipeCore
 struct RequeueCommand: Command {
     static let name = "requeue"
     static let abstract = "Move a quarantined share back to incoming, its attempts reset."
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let positionals = [Positional("SHARE-ID", help: "The share's UUID, as \"sharepipe ls\" shows it.")]
     static let discussion = """
         The next consumer (a running daemon, or "sharepipe consume") processes it again with the same share and
@@ -21,6 +21,7 @@ struct RequeueCommand: Command {
 
     let shareID: String
     let state: String
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
@@ -31,11 +32,12 @@ struct RequeueCommand: Command {
         }
         shareID = uuid.uuidString
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         guard spool.stage(ofShare: shareID) == .quarantine else {
             if let stage = spool.stage(ofShare: shareID) {
                 throw ShareError(

@@ -41,8 +41,8 @@ struct ShareCommand: Command {
         help: "Reject the share, before anything is loaded, unless this NSExtensionActivationRule activates it "
             + "(an Info.plist, a JSON file, an inline JSON dictionary or an inline predicate).")
 
-    static let options: [any OptionDeclaration] = [
-        state, sourceApp, accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, CommonOptions.json,
+    static let options: [any OptionDeclaration] = [state] + LedgerOptions.all + [
+        sourceApp, accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, CommonOptions.json,
         CommonOptions.types, scenario, activationRule,
     ] + SpoolLimitOptions.all
     static let positionals = [
@@ -87,6 +87,7 @@ struct ShareCommand: Command {
 
     let source: Source
     let stateDirectory: String
+    let ledger: LedgerLocation
     let sourceAppOverride: String?
     let configuration: LoaderConfiguration
     let registry: TypeRegistry
@@ -110,6 +111,7 @@ struct ShareCommand: Command {
             source = .files(try arguments.positionals.map(Self.attachment))
         }
         stateDirectory = arguments[Self.state] ?? Spool.defaultRoot()
+        ledger = try LedgerOptions.location(arguments)
         sourceAppOverride = arguments[Self.sourceApp]
         var configuration = LoaderConfiguration()
         configuration.accept = arguments[Self.accept]
@@ -198,7 +200,7 @@ struct ShareCommand: Command {
         }
         let spool: Spool
         do {
-            spool = try Spool(root: stateDirectory)
+            spool = try Spool(root: stateDirectory, ledger: ledger)
         } catch {
             let shareError = error as? ShareError ?? ShareError(.containerUnavailable, "\(error)")
             return try ShareReceipt.refused(.failed, shareError, providers: providers)

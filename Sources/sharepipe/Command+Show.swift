@@ -7,7 +7,8 @@ struct ShowCommand: Command {
     static let abstract = "Show one share's timeline: every event with its attempt and code, and where its copies are."
     static let logNames = Flag(
         "log-names", help: "Also show the attachments' suggested names (from the manifest, while the copies exist).")
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, logNames, CommonOptions.json]
+    static let options: [any OptionDeclaration] =
+        [ProcessorOptions.state, logNames] + LedgerOptions.all + [CommonOptions.json]
     static let positionals = [
         Positional("SHARE-ID", help: "The share's UUID, as a receipt or \"sharepipe ls\" gives it.")
     ]
@@ -71,6 +72,7 @@ struct ShowCommand: Command {
 
     let shareID: String
     let state: String
+    let ledger: LedgerLocation
     let names: Bool
     let json: Bool
 
@@ -81,6 +83,7 @@ struct ShowCommand: Command {
         }
         shareID = uuid.uuidString
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         names = arguments[Self.logNames]
         json = arguments[CommonOptions.json]
     }
@@ -100,7 +103,7 @@ struct ShowCommand: Command {
     }
 
     private func report() throws -> Report {
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let record = try spool.shareRecord(shareID)
         let events = try spool.timeline(ofShare: shareID)
         let stage = spool.stage(ofShare: shareID)

@@ -22,7 +22,7 @@ func secondsSince(_ date: Date, now: Date = Date()) -> Int {
 struct StatusCommand: Command {
     static let name = "status"
     static let abstract = "Show shares per stage, copies in flight, pending bytes and the last 24 hours' failures."
-    static let options: [any OptionDeclaration] = [ProcessorOptions.state, CommonOptions.json]
+    static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. Copies in
         flight are read from staging as they are written, by a running daemon or share command: the bytes copied so
@@ -74,15 +74,17 @@ struct StatusCommand: Command {
     }
 
     let state: String
+    let ledger: LedgerLocation
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
         state = ProcessorOptions.stateDirectory(arguments)
+        ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]
     }
 
     func run() throws -> ExitCode {
-        let spool = try Spool.openExisting(root: state)
+        let spool = try Spool.openExisting(root: state, ledger: ledger)
         let status = try spool.status()
         func count(_ stage: Spool.Stage) throws -> Int { try spool.shareIDs(in: stage).count }
         let copies = try spool.copiesInFlight()

@@ -112,7 +112,7 @@ struct OperatorCommandTests {
             for share in shares {
                 #expect(Set(share.keys) == [
                     "shareId", "stage", "attachments", "bytes", "createdAt", "ageSeconds", "attempts", "lastCode",
-                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason",
+                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy",
                 ])
             }
             let byID = Dictionary(uniqueKeysWithValues: shares.map { ($0["shareId"] as? String ?? "", $0) })

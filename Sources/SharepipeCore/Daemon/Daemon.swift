@@ -44,7 +44,7 @@ public struct Daemon: Sendable {
     /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
     public func run() async throws -> Int32 {
         System.raiseDescriptorLimit()
-        let spool = try Spool(root: configuration.state, logger: logger)
+        let spool = try Spool(root: configuration.state, ledger: configuration.ledger, logger: logger)
         let report = try spool.recover()
         logger.info("daemon.recovered", [
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
@@ -164,6 +164,12 @@ public struct Daemon: Sendable {
             group.addTask {
                 try await statusLoop(context)
                 return false
+            }
+            if let keeper = LeaseKeeper(spool: context.spool, consumer: context.consumer, logger: logger) {
+                group.addTask(executorPreference: context.thread(0)) {
+                    try await keeper.run()
+                    return false
+                }
             }
             if let interval = notifier.watchdogInterval {
                 group.addTask {

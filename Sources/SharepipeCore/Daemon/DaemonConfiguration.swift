@@ -16,6 +16,8 @@ public struct DaemonConfiguration: Sendable {
     public var inbox = "inbox"
     /// The state directory.
     public var state = Spool.defaultRoot()
+    /// Where the ledger lives.
+    public var ledger = LedgerLocation.sqlite
     /// The processor.
     public var processor = ProcessorChoice.store(output: "processed")
     /// Loader limits, accept list and policy.

@@ -40,6 +40,8 @@ public struct ShareListing: Sendable, Equatable {
     public var lastCode: ShareError.Code?
     /// When a share waiting for a retry may be claimed again.
     public var notBefore: Date?
+    /// Who holds the claim on a share in processing (host:pid:boot-id), when the ledger records it (PostgreSQL).
+    public var claimedBy: String? = nil
 }
 
 extension Spool {

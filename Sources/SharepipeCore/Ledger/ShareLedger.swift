@@ -167,6 +167,18 @@ protocol ShareLedger: AnyObject, Sendable {
     func timeline(ofShare shareID: String) throws -> [TimelineEvent]
     /// Events after a sequence number, oldest first (`sharepipe events`).
     func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent]
+
+    // MARK: Leases (claims across hosts)
+
+    /// How long a claim's lease lasts without a heartbeat; nil for a ledger without leases, whose claimers share
+    /// one host, where a claim's `flock` alone tells a dead claimer from a live one.
+    var leaseDuration: Duration? { get }
+    /// Claims whose lease expired, picked for this process: their leases are extended, so that other processes
+    /// skip them while this one checks whether their claimer is gone. Empty for a ledger without leases.
+    func pickExpiredClaims(limit: Int) throws -> [String]
+    /// How many times the ledger reconnected to its server after losing it; a change means the server went away
+    /// and came back, and claims that failed to record meanwhile may be waiting for recovery.
+    var reconnections: Int { get }
 }
 
 /// Milliseconds since the epoch, the ledger's clock.

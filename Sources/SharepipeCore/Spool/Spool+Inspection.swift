@@ -5,7 +5,7 @@ extension Spool {
     /// Opens a state directory that must already exist; unlike `init(root:)` it never creates the directory, so
     /// looking at a mistyped `--state` leaves nothing behind. Missing, or not a directory:
     /// ERR_CONTAINER_UNAVAILABLE.
-    public static func openExisting(root: String) throws -> Spool {
+    public static func openExisting(root: String, ledger: LedgerLocation = .sqlite) throws -> Spool {
         let status: FileStatus?
         do {
             status = try System.lstatIfPresent(root)
@@ -19,7 +19,7 @@ extension Spool {
         guard status.kind == .directory else {
             throw ShareError(.containerUnavailable, "state directory \(root) is not a directory", errno: ENOTDIR)
         }
-        return try Spool(root: root)
+        return try Spool(root: root, ledger: ledger)
     }
 
     /// The stage a share's directory is in, or nil when no stage holds it.

@@ -55,18 +55,12 @@ public final class Spool: Sendable {
         }
     }
 
-    /// Opens the spool at `root` with its embedded SQLite ledger, creating its layout and ledger when missing;
-    /// a directory that cannot be used is ERR_CONTAINER_UNAVAILABLE.
-    public convenience init(root: String, logger: Logger? = nil) throws {
+    /// Opens the spool at `root` with its ledger (the embedded SQLite one unless told otherwise), creating its
+    /// layout and ledger when missing; a directory or ledger that cannot be used is ERR_CONTAINER_UNAVAILABLE.
+    public convenience init(root: String, ledger: LedgerLocation = .sqlite, logger: Logger? = nil) throws {
         let trimmed = Self.trimmed(root)
         try Self.prepare(root: trimmed)
-        let ledger: SQLiteLedger
-        do {
-            ledger = try SQLiteLedger(path: trimmed + "/ledger.sqlite")
-        } catch let error as ShareError {
-            throw ShareError(.containerUnavailable, error.message)
-        }
-        try self.init(root: trimmed, ledger: ledger, logger: logger)
+        try self.init(root: trimmed, ledger: try ledger.open(root: trimmed), logger: logger)
     }
 
     /// Opens the spool at `root` with the given ledger.

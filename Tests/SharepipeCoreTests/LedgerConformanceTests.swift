@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+@testable import SharepipeCore
+
+/// The ledger protocol's transitions, run against both implementations: the same calls must leave the same states,
+/// attempts, violations and counts.
+@Suite(.timeLimit(.minutes(1))) struct LedgerConformanceTests {
+    /// A staged record of one copied text attachment of `bytes` bytes, with one source identity.
+    static func record(bytes: Int64 = 5, inode: UInt64 = 7) -> StagedRecord {
+        let id = UUID().uuidString
+        let attachment = AttachmentRecord(
+            index: 0, status: .copied, fileId: UUID().uuidString, file: "x.txt", typeIdentifier: "public.plain-text",
+            declaredTypes: ["public.plain-text"], sniffedMimeType: "text/plain", bytes: bytes, sha256: "ab",
+            suggestedName: nil, error: nil)
+        let manifest = Manifest(
+            shareId: id, sourceApp: "app \"quoted\" \\ {braces}", createdAt: Date().rfc3339, policy: .keepSuccessful,
+            attachments: [attachment])
+        let source = SourceIdentity(
+            device: UInt64.max - 1, inode: inode, size: bytes, modificationTime: 1_700_000_000_000_000_000,
+            sha256: "ab")
+        return StagedRecord(manifest: manifest, sources: [source])
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func publishClaimAndProcessAreGuardedAndIdempotent(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let a = Self.record(bytes: 5, inode: 1)
+            let b = Self.record(bytes: 7, inode: 2)
+            let (idA, idB) = (a.manifest.shareId, b.manifest.shareId)
+            try ledger.recordStaged([a, b])
+            #expect(try ledger.state(ofShare: idA) == .staged)
+            #expect(try ledger.pending() == (2, 12))
+            let staged = try ledger.stagedSources()
+            #expect(Set(staged.map(\.shareID)) == [idA, idB])
+            #expect(staged.first { $0.shareID == idA }?.identity == a.sources[0])
+
+            #expect(try ledger.recordPublished([idA, idB], sourcesDone: [idA]).isEmpty)
+            #expect(try ledger.stagedSources().map(\.shareID) == [idB])
+            #expect(try Set(ledger.shareIDs(inState: .published)) == [idA, idB])
+            // Published twice: not a violation (a consumer may have claimed it meanwhile).
+            #expect(try ledger.recordPublished([idA], sourcesDone: []).isEmpty)
+
+            let unknown = UUID().uuidString
+            let (attempts, violations) = try ledger.recordClaimed([idA, unknown])
+            #expect(attempts == [idA: 0])
+            #expect(violations
+                == [PreconditionViolation(shareID: unknown, expected: [.published, .staged], found: nil)])
+            #expect(try ledger.state(ofShare: idA) == .claimed)
+            #expect(try ledger.firstAttemptAt(shareID: idA) != nil)
+
+            let before = try ledger.lastEventSequence()
+            #expect(try ledger.recordProcessed([(idA, 12)]).isEmpty)
+            #expect(try ledger.state(ofShare: idA) == .processed)
+            #expect(try ledger.attempts(ofShare: idA) == 1)
+            let events = try ledger.metricEvents(after: before, limit: 10)
+            #expect(events.map(\.event) == [.processed])
+            #expect(try ledger.lastEventSequence() > before)
+            // Completion is idempotent: a second record is refused and changes nothing.
+            #expect(try ledger.recordProcessed([(idA, 12)])
+                == [PreconditionViolation(shareID: idA, expected: [.claimed], found: .processed)])
+            #expect(try ledger.attempts(ofShare: idA) == 1)
+            #expect(try ledger.pending() == (1, 7))
+        }
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func retryReleaseRecoverQuarantineRequeueAndPurge(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let share = Self.record()
+            let id = share.manifest.shareId
+            try ledger.recordStaged([share])
+            _ = try ledger.recordPublished([id], sourcesDone: [id])
+
+            _ = try ledger.recordClaimed([id])
+            let notBefore = LedgerClock.now() + 60_000
+            #expect(try ledger.recordRetry(
+                shareID: id, code: .processorFailed, durationMilliseconds: 3, notBefore: notBefore).isEmpty)
+            #expect(try ledger.deferredShares(now: LedgerClock.now()) == [id: notBefore])
+            #expect(try ledger.attempts(ofShare: id) == 1)
+
+            #expect(try ledger.recordClaimed([id]).attempts == [id: 1])
+            #expect(try ledger.recordReleased(shareID: id).isEmpty)
+            #expect(try ledger.attempts(ofShare: id) == 1)
+
+            _ = try ledger.recordClaimed([id])
+            #expect(try ledger.recordRecovered(shareID: id).isEmpty)
+            #expect(try ledger.attempts(ofShare: id) == 2)
+            #expect(try ledger.recordRecovered(shareID: id)
+                == [PreconditionViolation(shareID: id, expected: [.claimed], found: .published)])
+
+            _ = try ledger.recordClaimed([id])
+            #expect(try ledger.recordQuarantined(shareID: id, code: .timeout, durationMilliseconds: 9).isEmpty)
+            #expect(try ledger.state(ofShare: id) == .quarantined)
+            #expect(try ledger.attempts(ofShare: id) == 3)
+            let status = try ledger.status(now: LedgerClock.now())
+            #expect(status.quarantine == 1)
+            #expect(status.recentFailures == [.processorFailed: 1, .timeout: 1])
+            let listed = try ledger.listShares()
+            #expect(listed.map(\.shareId) == [id])
+            #expect(listed.first?.stage == .quarantine)
+            #expect(listed.first?.lastCode == .processorFailed)
+            #expect(listed.first?.bytes == 5)
+
+            #expect(try ledger.recordRequeued(shareID: id).isEmpty)
+            #expect(try ledger.attempts(ofShare: id) == 0)
+            #expect(try ledger.recordPurged(shareID: id)
+                == [PreconditionViolation(shareID: id, expected: [.quarantined], found: .published)])
+            _ = try ledger.recordClaimed([id])
+            #expect(
+                try ledger.recordQuarantined(shareID: id, code: .processorFailed, durationMilliseconds: nil).isEmpty)
+            #expect(try ledger.attempts(ofShare: id) == 0)
+            #expect(try ledger.recordPurged(shareID: id).isEmpty)
+            #expect(try ledger.state(ofShare: id) == .purged)
+        }
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func rollbackUnpublishRepairAndPrune(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let refused = Self.record()
+            try ledger.recordRolledBack(refused.manifest, code: .typeMismatch)
+            #expect(try ledger.state(ofShare: refused.manifest.shareId) == .rejected)
+
+            let staged = Self.record()
+            let kept = Self.record()
+            let id = staged.manifest.shareId
+            try ledger.recordStaged([staged, kept])
+            #expect(try ledger.recordUnpublished([id], code: .io).isEmpty)
+            #expect(try ledger.state(ofShare: id) == .rejected)
+            #expect(try ledger.stagedSources().map(\.shareID) == [kept.manifest.shareId])
+            #expect(try ledger.recordUnpublished([id], code: .io)
+                == [PreconditionViolation(shareID: id, expected: [.staged], found: .rejected)])
+            try ledger.markAllSourcesDone()
+            #expect(try ledger.stagedSources().isEmpty)
+
+            try ledger.repair(shareID: kept.manifest.shareId, to: .quarantined)
+            #expect(try ledger.state(ofShare: kept.manifest.shareId) == .quarantined)
+            #expect(try ledger.status(now: LedgerClock.now()).rejected == 2)
+
+            #expect(try ledger.prune(before: LedgerClock.now() + 1) > 0)
+            #expect(try ledger.state(ofShare: id) == nil)
+            #expect(try ledger.state(ofShare: refused.manifest.shareId) == nil)
+            #expect(try ledger.state(ofShare: kept.manifest.shareId) == .quarantined)
+        }
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func aSpoolRunsOnEitherLedger(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state", ledger: try kind.make(in: dir), logger: nil)
+            let ids = try await publishTextShares(spool, ["one\n", "two\n", "three\n"])
+            let processor = ClosureProcessor { share in
+                if share.shareId == ids[1] { throw ShareError(.processorFailed, "no") }
+            }
+            let summary = try await Consumer(
+                spool: spool, processor: processor, configuration: fastConfiguration { $0.maxAttempts = 2 }
+            ).drain()
+            #expect(summary.processed == 2)
+            #expect(summary.quarantined == 1)
+            #expect(try spool.shareIDs(in: .quarantine) == [ids[1]])
+            #expect(try spool.shareIDs(in: .incoming).isEmpty)
+            #expect(try spool.ledger.attempts(ofShare: ids[1]) == 2)
+            #expect(try spool.status().processed == 2)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import SharepipeCore
+
+/// What only the PostgreSQL ledger does: migrations under an advisory lock, leases across hosts, connection errors.
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason), .timeLimit(.minutes(1)))
+struct PostgresLedgerTests {
+    /// Publishes one share and returns its id.
+    private func published(_ ledger: any ShareLedger) throws -> String {
+        let share = LedgerConformanceTests.record()
+        try ledger.recordStaged([share])
+        _ = try ledger.recordPublished([share.manifest.shareId], sourcesDone: [share.manifest.shareId])
+        return share.manifest.shareId
+    }
+
+    @Test func migratesAnEmptyDatabaseOnceWhenDaemonsStartTogether() async throws {
+        let url = try TestPostgres.freshDatabase()
+        let versions = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    let ledger = try PostgresLedger(url: url, owner: "host-\(index)")
+                    return try PostgresLedger.schemaVersion(ledger.connection)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(versions == Array(repeating: PostgresLedger.migrations.count, count: 4))
+    }
+
+    @Test func migratesFromThePreviousVersionKeepingRows() throws {
+        let url = try TestPostgres.freshDatabase()
+        let old = try PostgresConnection(url: url, setting: "test")
+        try PostgresLedger.migrate(old, to: PostgresLedger.migrations.count - 1)
+        #expect(try PostgresLedger.schemaVersion(old) == PostgresLedger.migrations.count - 1)
+        try old.withSession { session in
+            try session.query(
+                """
+                INSERT INTO shares (id, created_at, state, attempts, bytes, updated_at)
+                VALUES ('old-claim', 1, 'claimed', 1, 10, 1)
+                """)
+        }
+        let ledger = try PostgresLedger(url: url, lease: .milliseconds(200))
+        #expect(try PostgresLedger.schemaVersion(ledger.connection) == PostgresLedger.migrations.count)
+        #expect(try ledger.state(ofShare: "old-claim") == .claimed)
+        #expect(try ledger.pending() == (1, 10))
+        // A claim from before leases has none: it counts as expired.
+        #expect(try ledger.pickExpiredClaims(limit: 10) == ["old-claim"])
+    }
+
+    @Test func refusesASchemaNewerThanItself() throws {
+        let url = try TestPostgres.freshDatabase()
+        let ledger = try PostgresLedger(url: url)
+        try ledger.connection.withSession { session in try session.query("UPDATE sharepipe_schema SET version = 99") }
+        let error = try #require(throws: ShareError.self) { try PostgresLedger(url: url) }
+        #expect(error.code == .containerUnavailable)
+        #expect(error.message.contains("schema version 99"))
+    }
+
+    @Test func leasesKeepLiveClaimsAndHandExpiredOnesToOneOtherDaemon() async throws {
+        let url = try TestPostgres.freshDatabase()
+        var hostA: PostgresLedger? = try PostgresLedger(url: url, lease: .milliseconds(300), owner: "host-a:1:boot")
+        let hostB = try PostgresLedger(url: url, lease: .milliseconds(300), owner: "host-b:2:boot")
+        let hostC = try PostgresLedger(url: url, lease: .milliseconds(300), owner: "host-c:3:boot")
+        let id = try published(try #require(hostA))
+        #expect(try hostA?.recordClaimed([id]).attempts == [id: 0])
+        #expect(try hostB.listShares().map(\.claimedBy) == ["host-a:1:boot"])
+
+        // Another host cannot complete a claim it does not hold.
+        #expect(try hostB.recordProcessed([(id, 1)])
+            == [PreconditionViolation(shareID: id, expected: [.claimed], found: .claimed)])
+        // The heartbeat keeps the lease alive well past its length.
+        let live = ContinuousClock.now
+        while ContinuousClock.now - live < .milliseconds(900) {
+            #expect(try hostB.pickExpiredClaims(limit: 10).isEmpty)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        hostA = nil
+        var picked: [String] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while picked.isEmpty && ContinuousClock.now < deadline {
+            picked = try hostB.pickExpiredClaims(limit: 10)
+            if picked.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(picked == [id])
+        // Picked by B: C skips it while B checks it.
+        #expect(try hostC.pickExpiredClaims(limit: 10).isEmpty)
+        #expect(try hostB.recordRecovered(shareID: id).isEmpty)
+        #expect(try hostB.attempts(ofShare: id) == 1)
+        #expect(try hostC.recordClaimed([id]).attempts == [id: 1])
+        #expect(try hostC.recordProcessed([(id, 1)]).isEmpty)
+    }
+
+    @Test func aWrongPasswordNamesTheSettingButNotThePassword() throws {
+        let url = try TestPostgres.serverURL()
+        let wrong = TestPostgres.withWrongPassword(url)
+        try #require(wrong != url, "SHAREPIPE_TEST_PG has no password to get wrong")
+        let error = try #require(throws: ShareError.self) { try PostgresLedger(url: wrong) }
+        #expect(error.code == .containerUnavailable)
+        #expect(error.message.contains("--ledger"))
+        #expect(error.message.contains("password authentication failed"))
+        #expect(!error.message.contains("not-the-password"))
+    }
+
+    @Test func anUnreachableServerOrABadURLIsContainerUnavailable() throws {
+        let unreachable = try #require(throws: ShareError.self) {
+            try PostgresLedger(url: "postgresql://nobody:secret@127.0.0.1:1/db")
+        }
+        #expect(unreachable.code == .containerUnavailable)
+        #expect(unreachable.message.contains("postgresql://nobody@127.0.0.1:1/db"))
+        #expect(!unreachable.message.contains("secret"))
+        let malformed = try #require(throws: ShareError.self) {
+            try PostgresLedger(url: "postgresql://u:secret@host/db?nonsense=1")
+        }
+        #expect(malformed.code == .containerUnavailable)
+        #expect(malformed.message.hasPrefix("--ledger: not a valid PostgreSQL connection URL"))
+        #expect(!malformed.message.contains("secret"))
+    }
+
+    @Test func aBatchCostsOneRoundTrip() throws {
+        let ledger = try PostgresLedger(url: try TestPostgres.freshDatabase())
+        let shares = (0..<50).map { LedgerConformanceTests.record(inode: UInt64($0)) }
+        let ids = shares.map(\.manifest.shareId)
+        let start = ledger.connection.roundTrips.load(ordering: .relaxed)
+        try ledger.recordStaged(shares)
+        _ = try ledger.recordPublished(ids, sourcesDone: ids)
+        _ = try ledger.recordClaimed(ids)
+        _ = try ledger.recordProcessed(ids.map { ($0, 1) })
+        #expect(ledger.connection.roundTrips.load(ordering: .relaxed) - start == 4)
+        #expect(try ledger.status(now: LedgerClock.now()).processed == 50)
+    }
+}
