@@ -71,6 +71,36 @@ import Testing
         }
     }
 
+    @Test func aSourcePublishedByADaemonThatDiedBeforeUnlinkingIsNotIngestedAgain() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let first = try ingester(dir, spool)
+            try writeFile(dir + "/inbox/note.txt", "published once\n")
+            // The first daemon publishes and dies before the unlink: its lock is gone, its record still staged.
+            spool.publisher.injectedFailure.withLock { $0 = .sourcesUnlinked }
+            guard case .published = await first.ingest(try candidate(dir, "note.txt")) else {
+                Issue.record("not published")
+                return
+            }
+            spool.publisher.injectedFailure.withLock { $0 = nil }
+            // A second daemon on the same ledger takes the file: it recognises it and unlinks it.
+            let other = try Spool(root: dir + "/state")
+            let second = try ingester(dir, other)
+            #expect(await second.ingest(try candidate(dir, "note.txt")) == .vanished)
+            #expect(!FileManager.default.fileExists(atPath: dir + "/inbox/note.txt"))
+            #expect(try copies(other) == ["published once\n"])
+            #expect(try other.ledger.stagedSources().isEmpty)
+
+            // The same bytes dropped again under the same name are a new drop.
+            try writeFile(dir + "/inbox/note.txt", "published once\n")
+            guard case .published = await second.ingest(try candidate(dir, "note.txt")) else {
+                Issue.record("a new drop with the same content was not ingested")
+                return
+            }
+            #expect(try copies(other) == ["published once\n", "published once\n"])
+        }
+    }
+
     @Test func aSourceReplacedByRenameIsNotUnlinkedAndIsIngestedAsItsOwnShare() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")

@@ -44,8 +44,15 @@ struct InboxIngester: Sendable {
         guard let directory = try? InboxDirectory.open(inbox) else { return .vanished }
         switch Self.open(candidate.name, in: directory) {
         case .file(let source):
-            let provider = InboxFileProvider(source: source, registry: loader.registry)
-            (outcome, published) = await ingest([provider], entry: candidate.name, in: directory, folders: [])
+            if let shareID = alreadyPublished(source) {
+                logger.info("inbox.already_published", [
+                    ("share", .string(shareID)), ("name", logger.name(candidate.name)),
+                ])
+                outcome = .vanished
+            } else {
+                let provider = InboxFileProvider(source: source, registry: loader.registry)
+                (outcome, published) = await ingest([provider], entry: candidate.name, in: directory, folders: [])
+            }
         case .folder(let folder):
             var providers: [InboxFileProvider] = []
             var folders: [InboxDirectory] = []
@@ -140,6 +147,17 @@ struct InboxIngester: Sendable {
         } catch {
             return .refused(error as? ShareError ?? ShareError(.io, "\(error)"))
         }
+    }
+
+    /// A file whose share another daemon (or this one, before a crash) published but did not get to unlink: it is
+    /// unlinked now instead of being ingested again, and its record marked done.
+    private func alreadyPublished(_ source: InboxSource) -> String? {
+        guard let shareID = try? loader.spool.publishedShare(of: source), (try? source.unlinkIfSame()) == true else {
+            return nil
+        }
+        try? source.directory.directory.sync()
+        _ = try? loader.spool.ledger.recordPublished([], sourcesDone: [shareID])
+        return shareID
     }
 
     private enum Walk { case complete, busy }

@@ -182,7 +182,7 @@ final class PostgresLedger: ShareLedger {
     }
 
     func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
-        guard !shareIDs.isEmpty else { return [] }
+        guard !shareIDs.isEmpty || !sourcesDone.isEmpty else { return [] }
         let violations = try connection.withSession { session in
             let updated = try session.query(
                 """
@@ -246,9 +246,22 @@ final class PostgresLedger: ShareLedger {
     }
 
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)] {
+        try stagedSources(where: "", [])
+    }
+
+    func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
+        try stagedSources(
+            where: " AND device = $1 AND inode = $2",
+            [String(Int64(bitPattern: device)), String(Int64(bitPattern: inode))])
+    }
+
+    private func stagedSources(where condition: String, _ parameters: [String?]) throws
+        -> [(shareID: String, identity: SourceIdentity)]
+    {
         try connection.withSession { session in
             try session.query(
-                "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'"
+                "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'" + condition,
+                parameters
             ).rows.compactMap { row in
                 guard let shareID = row[0], let device = row[1].flatMap({ Int64($0) }),
                     let inode = row[2].flatMap({ Int64($0) }), let size = row[3].flatMap({ Int64($0) }),

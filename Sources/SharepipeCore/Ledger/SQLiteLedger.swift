@@ -131,7 +131,7 @@ final class SQLiteLedger: ShareLedger {
     }
 
     func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
-        guard !shareIDs.isEmpty else { return [] }
+        guard !shareIDs.isEmpty || !sourcesDone.isEmpty else { return [] }
         let now = LedgerClock.now()
         // Not durable: if a power cut loses it, recovery finds the shares in `incoming` and their sources recorded
         // staged, and rolls both forward.
@@ -185,9 +185,22 @@ final class SQLiteLedger: ShareLedger {
     }
 
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)] {
+        try stagedSources(where: "", [])
+    }
+
+    func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
+        try stagedSources(
+            where: " AND device = ? AND inode = ?",
+            [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))])
+    }
+
+    private func stagedSources(where condition: String, _ bindings: [SQLiteValue]) throws
+        -> [(shareID: String, identity: SourceIdentity)]
+    {
         try database.withConnection { connection in
             try connection.query(
-                "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'"
+                "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'" + condition,
+                bindings
             ).compactMap { row in
                 guard let shareID = row[0].text, let device = row[1].integer, let inode = row[2].integer,
                     let size = row[3].integer, let mtime = row[4].integer, let sha256 = row[5].text

@@ -110,6 +110,9 @@ protocol ShareLedger: AnyObject, Sendable {
     func recordUnpublished(_ shareIDs: [String], code: ShareError.Code?) throws -> [PreconditionViolation]
     /// Source identities still recorded as staged: the crash window between publish and source deletion.
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)]
+    /// The staged source records of one file (device and inode): a daemon that takes a file another one published
+    /// and died before unlinking finds it here.
+    func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)]
     /// Marks every staged source record done, once recovery has dealt with them.
     func markAllSourcesDone() throws
 

@@ -199,6 +199,18 @@ extension Spool {
         }
     }
 
+    /// The published share an inbox file was already copied into, when its publisher died between publishing and
+    /// unlinking it (and another daemon, or this one restarted, now holds its lock): same device, inode, size and
+    /// modification time as a source record still staged, same SHA-256, and the share published.
+    func publishedShare(of source: InboxSource) throws -> String? {
+        let records = try ledger.stagedSources(device: source.status.device, inode: source.status.inode).filter {
+            $0.identity.size == source.status.size && $0.identity.modificationTime == source.status.modificationTime
+        }
+        guard !records.isEmpty else { return nil }
+        let digest = try Self.sha256(of: source.descriptor)
+        return try records.first { try $0.identity.sha256 == digest && isPublished($0.shareID) }?.shareID
+    }
+
     private func isPublished(_ shareID: String) throws -> Bool {
         if let state = try ledger.state(ofShare: shareID), state != .staged && state != .rejected {
             return true
@@ -246,13 +258,19 @@ extension Spool {
     }
 
     private static func sha256(ofFile path: String) throws -> String {
-        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        try sha256(of: try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+    }
+
+    /// SHA-256 of a whole file, read from offset 0 without moving the file position.
+    private static func sha256(of file: borrowing FileDescriptor) throws -> String {
         let hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
         while true {
-            let count = try buffer.withUnsafeMutableBytes { (raw) throws in try file.read(into: raw) }
+            let count = try buffer.withUnsafeMutableBytes { (raw) throws in try file.read(into: raw, at: offset) }
             if count == 0 { break }
             buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            offset += Int64(count)
         }
         return hasher.finalize()
     }
