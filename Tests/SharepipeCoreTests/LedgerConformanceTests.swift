@@ -4,7 +4,7 @@ import Testing
 
 /// The ledger protocol's transitions, run against both implementations: the same calls must leave the same states,
 /// attempts, violations and counts.
-@Suite(.timeLimit(.minutes(1))) struct LedgerConformanceTests {
+@Suite(.timeLimit(.minutes(5))) struct LedgerConformanceTests {
     /// A staged record of one copied text attachment of `bytes` bytes, with one source identity.
     static func record(bytes: Int64 = 5, inode: UInt64 = 7) -> StagedRecord {
         let id = UUID().uuidString

@@ -3,7 +3,7 @@ import Testing
 @testable import SharepipeCore
 
 /// What only the PostgreSQL ledger does: migrations under an advisory lock, leases across hosts, connection errors.
-@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason), .timeLimit(.minutes(5)))
 struct PostgresLedgerTests {
     /// Publishes one share and returns its id.
     private func published(_ ledger: any ShareLedger) throws -> String {
