@@ -57,7 +57,7 @@ import Testing
             #expect(try entries(spool, .staging).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try spool.ledger.state(ofShare: shareID) == .rejected)
-            #expect(try spool.recoverInbox(dir + "/inbox").isEmpty)
+            #expect(try InboxRecovery(spool: spool).recover(dir + "/inbox").isEmpty)
             #expect(FileManager.default.fileExists(atPath: dir + "/inbox/a.txt"))
         }
     }
@@ -106,7 +106,7 @@ import Testing
             try spool.ledger.repair(shareID: changedShare, to: .processed)
 
             _ = try spool.recover()
-            let removed = try spool.recoverInbox(inbox)
+            let removed = try InboxRecovery(spool: spool).recover(inbox)
             #expect(removed.sorted() == ["album/1.txt", "album/2.txt", "single.txt"])
             #expect(try System.listDirectory(inbox).sorted() == ["changed.txt", "unrelated.txt"])
             #expect(try spool.ledger.stagedSources().isEmpty)

@@ -66,7 +66,7 @@ import Testing
             // A restart: the source's identity is still recorded staged for a published share, so it goes.
             let restarted = try Spool(root: dir + "/state")
             _ = try restarted.recover()
-            #expect(try restarted.recoverInbox(dir + "/inbox") == ["note.txt"])
+            #expect(try InboxRecovery(spool: restarted).recover(dir + "/inbox") == ["note.txt"])
             #expect(try copies(restarted) == ["published, unlink failed\n"])
         }
     }

@@ -50,7 +50,7 @@ public struct Daemon: Sendable {
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
         ])
         try System.makeDirectories(configuration.inbox, mode: 0o755)
-        let removed = try spool.recoverInbox(configuration.inbox)
+        let removed = try InboxRecovery(spool: spool).recover(configuration.inbox)
         if !removed.isEmpty {
             logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
         }

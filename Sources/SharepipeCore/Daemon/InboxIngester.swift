@@ -152,9 +152,9 @@ struct InboxIngester: Sendable {
     /// A file whose share another daemon (or this one, before a crash) published but did not get to unlink: it is
     /// unlinked now instead of being ingested again, and its record marked done.
     private func alreadyPublished(_ source: InboxSource) -> String? {
-        guard let shareID = try? loader.spool.publishedShare(of: source), (try? source.unlinkIfSame()) == true else {
-            return nil
-        }
+        guard let shareID = try? InboxRecovery(spool: loader.spool).publishedShare(of: source),
+            (try? source.unlinkIfSame()) == true
+        else { return nil }
         try? source.directory.directory.sync()
         _ = try? loader.spool.ledger.recordPublished([], sourcesDone: [shareID])
         return shareID
