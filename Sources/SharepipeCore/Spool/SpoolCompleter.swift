@@ -86,7 +86,14 @@ final class SpoolCompleter: Sendable {
     }
 
     private func run(_ spool: Spool) {
+        var lastBatchEnded: UInt64 = 0
         while true {
+            // As for the publisher: in a steady flow a short wait lets the next commit cover more shares.
+            if System.monotonicNanoseconds() - lastBatchEnded < SpoolPublisher.busyWindow,
+                state.withLock({ $0.queue.count }) < maxShares / 4
+            {
+                usleep(SpoolPublisher.gatherMicroseconds)
+            }
             let (batch, waiters): ([Pending], [CheckedContinuation<Void, Never>]) = state.withLock { state in
                 let count = min(state.queue.count, maxShares)
                 let taken = Array(state.queue.prefix(count))
@@ -106,6 +113,7 @@ final class SpoolCompleter: Sendable {
                 return
             }
             perform(batch, spool: spool)
+            lastBatchEnded = System.monotonicNanoseconds()
         }
     }
 

@@ -38,6 +38,9 @@ final class SpoolPublisher: Sendable {
 
     static let maxShares = 256
     static let maxBytes: Int64 = 64 << 20
+    /// A batch that starts within this long (ns) of the last one's end waits `gatherMicroseconds` for company.
+    static let busyWindow: UInt64 = 5_000_000
+    static let gatherMicroseconds: UInt32 = 4_000
 
     /// `SHAREPIPE_CRASH_AFTER=<step>` kills the process with SIGKILL right after that step of the first batch; the
     /// crash tests use it to stop at every step deterministically.
@@ -117,10 +120,16 @@ final class SpoolPublisher: Sendable {
 
     /// Publishes batches until the queue is empty, then lets the thread end (the next submission starts another).
     private func run(_ spool: Spool) {
+        var lastBatchEnded: UInt64 = 0
         while true {
             holding.lock()
             while held { holding.wait() }
             holding.unlock()
+            // In a steady flow (the last batch ended a moment ago) a short wait lets the next batch fill; a lone
+            // share, with nothing published for a while, never waits.
+            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow, queued < Self.maxShares / 4 {
+                usleep(Self.gatherMicroseconds)
+            }
             let batch: [Pending] = state.withLock { state in
                 var taken: [Pending] = []
                 var bytes: Int64 = 0
@@ -135,6 +144,7 @@ final class SpoolPublisher: Sendable {
             }
             if batch.isEmpty { return }
             perform(batch, spool: spool)
+            lastBatchEnded = System.monotonicNanoseconds()
         }
     }
 
