@@ -124,7 +124,9 @@ import Testing
             let daemon = Daemon(configuration: configuration, logger: logger)
             let task = Task { try await daemon.run() }
             // The inbox exists and is watched once the daemon says it is ready; drops before that could be missed.
-            let readyBy = ContinuousClock.now + .seconds(20)
+            // The daemon runs on the test process's cooperative pool, which the parallel end-to-end tests' blocking
+            // waits can hold for tens of seconds: the deadlines are generous, the test still waits for the event.
+            let readyBy = ContinuousClock.now + .seconds(120)
             func readyLine() -> String? { lines.withLock { $0.first { $0.contains("event=daemon.ready") } } }
             while ContinuousClock.now < readyBy && readyLine() == nil {
                 try await Task.sleep(for: .milliseconds(10))
@@ -135,7 +137,7 @@ import Testing
             for index in 0..<20 {
                 try writeFile(configuration.inbox + "/note-\(index).txt", "note \(index)")
             }
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = ContinuousClock.now + .seconds(120)
             var left = try System.listDirectory(configuration.inbox)
             while ContinuousClock.now < deadline && !left.isEmpty {
                 try await Task.sleep(for: .milliseconds(100))

@@ -177,7 +177,7 @@ struct TimelineCommandTests {
 
     /// Polls `condition` every 10 ms for up to 10 s.
     func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition() {
             guard ContinuousClock.now < deadline else { throw SupportError("timed out waiting until \(what)") }
             try await Task.sleep(for: .milliseconds(10))
