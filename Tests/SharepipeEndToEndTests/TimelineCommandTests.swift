@@ -175,7 +175,7 @@ struct TimelineCommandTests {
         }
     }
 
-    /// Polls `condition` every 10 ms for up to 10 s.
+    /// Polls `condition` every 10 ms for up to 60 s.
     func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while !condition() {
