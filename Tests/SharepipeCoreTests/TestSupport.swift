@@ -32,4 +32,9 @@ let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0
 extension Spool {
     /// The embedded ledger, for tests that look at its rows.
     var sqlite: SQLiteLedger { ledger as! SQLiteLedger }
+
+    /// Claims one share; nil when another claimer won it or it is gone.
+    func claim(_ shareID: String) throws -> ShareClaim? {
+        try claim([shareID]).first
+    }
 }

@@ -101,16 +101,29 @@ struct DaemonEndToEndTests {
             let sandbox = DaemonSandbox(root: dir)
             let daemon = try await sandbox.start(["--output", sandbox.output, "--settle", "200"])
             let path = sandbox.inbox + "/burst.txt"
-            var written: [UInt8] = []
-            for burst in 0..<5 {
-                let chunk = Array(String(repeating: "burst \(burst) of an appending writer\n", count: 400).utf8)
-                let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-                try #require(descriptor >= 0)
-                let count = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                close(descriptor)
-                try #require(count == chunk.count)
-                written += chunk
-                try await Task.sleep(for: .milliseconds(60))
+            // The writer runs on a thread of its own: its 60 ms pauses must stay well under the 200 ms settle window,
+            // which a sleep on the cooperative pool, starved by other tests' waits, cannot promise.
+            let written: [UInt8] = try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    var written: [UInt8] = []
+                    for burst in 0..<5 {
+                        let chunk = Array(String(repeating: "burst \(burst) of an appending writer\n", count: 400).utf8)
+                        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+                        guard descriptor >= 0 else {
+                            continuation.resume(throwing: SupportError("open failed: \(errno)"))
+                            return
+                        }
+                        let count = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                        close(descriptor)
+                        guard count == chunk.count else {
+                            continuation.resume(throwing: SupportError("short write"))
+                            return
+                        }
+                        written += chunk
+                        usleep(60_000)
+                    }
+                    continuation.resume(returning: written)
+                }.start()
             }
 
             #expect(try await eventually(.seconds(30)) { !storedFiles(sandbox.output).isEmpty && sandbox.isDrained })

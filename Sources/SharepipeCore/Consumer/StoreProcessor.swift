@@ -85,7 +85,7 @@ public struct StoreProcessor: Processor {
     private static func openGroup(_ group: String, in root: Int32) throws -> FileDescriptor {
         if try System.makeDirectory(group, relativeTo: root, mode: 0o755) {
             // A new directory is only durable once its parent is.
-            _ = try System.call("fsync") { fsync(root) }
+            try System.sync(descriptor: root)
         }
         do {
             return try FileDescriptor.open(group, relativeTo: root, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
@@ -126,7 +126,7 @@ public struct StoreProcessor: Processor {
             }) else {
                 throw ShareError(.io, "no free name left in the output group", errno: EEXIST)
             }
-            _ = try System.call("fsync") { fsync(directory) }
+            try System.sync(descriptor: directory)
         }
         try System.unlink(attachment.path)
         try System.unlink(temporary, relativeTo: directory)

@@ -99,35 +99,47 @@ extension SQLiteLedger {
     /// does not count an attempt); the loader's events have none.
     private func events(where condition: String, _ bindings: [SQLiteValue], limit: Int?) throws -> [TimelineEvent] {
         try database.withConnection { connection in
-            // A requeue publishes a quarantined share again with its attempts reset.
-            let since = """
-                p.share_id = e.share_id AND p.seq <= e.seq AND p.seq > COALESCE((SELECT MAX(q.seq) FROM events q
-                WHERE q.share_id = e.share_id AND q.event = 'published' AND q.seq <= e.seq AND EXISTS (SELECT 1
-                FROM events r WHERE r.share_id = q.share_id AND r.event = 'quarantined' AND r.seq < q.seq)), 0)
-                """
-            let rows = try connection.query(
-                """
-                SELECT e.seq, e.at, e.share_id, e.event, e.attachment, e.type, e.bytes, e.code, e.duration_ms,
-                    (SELECT COUNT(*) FROM events p WHERE \(since) AND p.event = 'claimed'),
-                    (SELECT COUNT(*) FROM events p WHERE \(since) AND p.seq < e.seq AND p.event = 'retried'
-                        AND p.code = 'ERR_CANCELLED')
-                FROM events e WHERE \(condition) ORDER BY e.seq\(limit.map { " LIMIT \($0)" } ?? "")
-                """,
-                bindings)
+            let rows = try connection.query(TimelineSQL.select(where: condition, limit: limit), bindings)
             return rows.compactMap { row in
                 guard let sequence = row[0].integer, let shareID = row[2].text, let event = row[3].text else {
                     return nil
                 }
-                let claims = Int(row[9].integer ?? 0)
-                let released = Int(row[10].integer ?? 0)
-                let loaderEvent = ["staged", "published", "rejected"].contains(event)
-                    || (event == "failed" && row[4].integer != nil)
+                let attachment = row[4].integer.map { Int($0) }
                 return TimelineEvent(
                     sequence: sequence, time: row[1].integer ?? 0, shareId: shareID, event: event,
-                    attempt: loaderEvent || claims == 0 ? nil : claims - released,
-                    attachment: row[4].integer.map { Int($0) }, typeIdentifier: row[5].text, bytes: row[6].integer,
+                    attempt: TimelineSQL.attempt(
+                        event: event, attachment: attachment, claims: Int(row[9].integer ?? 0),
+                        released: Int(row[10].integer ?? 0)),
+                    attachment: attachment, typeIdentifier: row[5].text, bytes: row[6].integer,
                     code: row[7].text, durationMilliseconds: row[8].integer)
             }
         }
+    }
+}
+
+/// The events query both ledgers run for `show` and `events`: each event with the number of claims of its share
+/// since it was last requeued (a requeue publishes a quarantined share again, attempts reset) and the claims
+/// released unfinished at shutdown since then. `condition` is on the alias `e`.
+enum TimelineSQL {
+    static func select(where condition: String, limit: Int?) -> String {
+        let since = """
+            p.share_id = e.share_id AND p.seq <= e.seq AND p.seq > COALESCE((SELECT MAX(q.seq) FROM events q
+            WHERE q.share_id = e.share_id AND q.event = 'published' AND q.seq <= e.seq AND EXISTS (SELECT 1
+            FROM events r WHERE r.share_id = q.share_id AND r.event = 'quarantined' AND r.seq < q.seq)), 0)
+            """
+        return """
+            SELECT e.seq, e.at, e.share_id, e.event, e.attachment, e.type, e.bytes, e.code, e.duration_ms,
+                (SELECT COUNT(*) FROM events p WHERE \(since) AND p.event = 'claimed'),
+                (SELECT COUNT(*) FROM events p WHERE \(since) AND p.seq < e.seq AND p.event = 'retried'
+                    AND p.code = 'ERR_CANCELLED')
+            FROM events e WHERE \(condition) ORDER BY e.seq\(limit.map { " LIMIT \($0)" } ?? "")
+            """
+    }
+
+    /// The attempt shown for an event: none for the loader's events or before the first claim.
+    static func attempt(event: String, attachment: Int?, claims: Int, released: Int) -> Int? {
+        let loaderEvent = ["staged", "published", "rejected"].contains(event)
+            || (event == "failed" && attachment != nil)
+        return loaderEvent || claims == 0 ? nil : claims - released
     }
 }

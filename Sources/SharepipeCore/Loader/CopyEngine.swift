@@ -248,9 +248,7 @@ private final class RangeHasher: @unchecked Sendable {
             while done < count {
                 let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, count - done)])
                 do {
-                    let read = try System.call("pread") {
-                        Glibc.pread(descriptor, slice.baseAddress, slice.count, off_t(offset + Int64(done)))
-                    }
+                    let read = try System.read(descriptor: descriptor, into: slice, at: offset + Int64(done))
                     guard read > 0 else { throw ShareError(.io, "the copy shrank while it was hashed") }
                     hasher.update(UnsafeRawBufferPointer(rebasing: slice[..<read]))
                     done += read

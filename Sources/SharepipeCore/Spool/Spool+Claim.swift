@@ -82,11 +82,6 @@ extension Spool {
         return claims
     }
 
-    /// Claims one share; nil when another claimer won it or it is gone.
-    func claim(_ shareID: String) throws -> ShareClaim? {
-        try claim([shareID]).first
-    }
-
     /// Success, recorded and removed in the completer's next batch.
     func complete(_ claim: ShareClaim, durationMilliseconds: Int64) {
         completer.complete(claim, durationMilliseconds: durationMilliseconds, spool: self)

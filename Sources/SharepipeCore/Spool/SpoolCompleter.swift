@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// Records processed shares in batches and removes their copies, on its own thread, so that a worker hands a
@@ -92,7 +91,7 @@ final class SpoolCompleter: Sendable {
             if System.monotonicNanoseconds() - lastBatchEnded < SpoolPublisher.busyWindow,
                 state.withLock({ $0.queue.count }) < maxShares / 4
             {
-                usleep(SpoolPublisher.gatherMicroseconds)
+                System.pause(microseconds: SpoolPublisher.gatherMicroseconds)
             }
             let (batch, waiters): ([Pending], [CheckedContinuation<Void, Never>]) = state.withLock { state in
                 let count = min(state.queue.count, maxShares)
@@ -121,7 +120,7 @@ final class SpoolCompleter: Sendable {
         do {
             let violations = try spool.ledger.recordProcessed(batch.map { ($0.shareID, $0.durationMilliseconds) })
             spool.logViolations(violations, during: "complete")
-            if Self.crashAfter == .recordProcessed { kill(getpid(), SIGKILL) }
+            if Self.crashAfter == .recordProcessed { System.killSelf() }
         } catch {
             let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
             state.withLock { state in if state.failure == nil { state.failure = shareError } }
@@ -141,6 +140,6 @@ final class SpoolCompleter: Sendable {
                 pending.claim.withLock { $0 = nil }
             }
         }
-        if Self.crashAfter == .removed { kill(getpid(), SIGKILL) }
+        if Self.crashAfter == .removed { System.killSelf() }
     }
 }

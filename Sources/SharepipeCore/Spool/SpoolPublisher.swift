@@ -128,7 +128,7 @@ final class SpoolPublisher: Sendable {
             // In a steady flow (the last batch ended a moment ago) a short wait lets the next batch fill; a lone
             // share, with nothing published for a while, never waits.
             if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow, queued < Self.maxShares / 4 {
-                usleep(Self.gatherMicroseconds)
+                System.pause(microseconds: Self.gatherMicroseconds)
             }
             let batch: [Pending] = state.withLock { state in
                 var taken: [Pending] = []
@@ -155,7 +155,7 @@ final class SpoolPublisher: Sendable {
     }
 
     private func reached(_ step: Step) {
-        if Self.crashAfter == step { kill(getpid(), SIGKILL) }
+        if Self.crashAfter == step { System.killSelf() }
     }
 
     private func perform(_ batch: [Pending], spool: Spool) {

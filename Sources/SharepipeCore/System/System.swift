@@ -219,6 +219,26 @@ enum System {
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
+    /// fsyncs an open file or directory given by its raw descriptor (the caller keeps ownership).
+    static func sync(descriptor: Int32) throws {
+        _ = try call("fsync") { Glibc.fsync(descriptor) }
+    }
+
+    /// Reads at an offset from a raw descriptor the caller owns, without moving its file position.
+    static func read(descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        try call("pread") { Glibc.pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Ends the process at once with SIGKILL, as a crash would (the crash tests' hooks).
+    static func killSelf() {
+        _ = Glibc.kill(getpid(), SIGKILL)
+    }
+
+    /// Blocks the calling thread (a dedicated one, never the cooperative pool) for `microseconds`.
+    static func pause(microseconds: UInt32) {
+        _ = Glibc.usleep(microseconds)
+    }
+
     /// The soft limit on open descriptors.
     static func descriptorLimit() -> Int {
         var limit = rlimit()
