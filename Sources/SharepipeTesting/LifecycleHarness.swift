@@ -207,7 +207,10 @@ public final class LifecycleHarness: Sendable {
                 manifest: manifest, directory: absolute(spool.path(.processing, claim.shareID)),
                 attempt: claim.previousAttempts + 1)
             try await recording.process(share)
-            if crashPoint == .afterRecordBeforeDelete { try spool.recordProcessed(claim, durationMilliseconds: 0) }
+            if crashPoint == .afterRecordBeforeDelete {
+                // The production completion, stopped after its ledger commit as a kill -9 there would.
+                try spool.complete(claim, durationMilliseconds: 0, stoppingAfter: "complete.record-processed")
+            }
         }
     }
 

@@ -146,7 +146,7 @@ import Testing
             #expect(link(shm + "/text/.sharepipe-\(second.fileId).tmp", shm + "/text/report.txt") == 0)
             try await processor.process(share)
             spool.complete(claim, durationMilliseconds: 1)
-            try await spool.completer.waitUntilIdle()
+            try await spool.executor.waitUntilIdle()
             #expect(try contents(shm + "/text") == [
                 "report.txt": "linked before the crash\n", "report (1).txt": "across\n",
             ])

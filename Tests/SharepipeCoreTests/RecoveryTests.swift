@@ -153,7 +153,7 @@ import Testing
             #expect(report.liveClaims == 1)
             #expect(try entries(spool, .processing) == [shareID])
             spool.complete(claim, durationMilliseconds: 1)
-            try await spool.completer.waitUntilIdle()
+            try await spool.executor.waitUntilIdle()
             #expect(try entries(spool, .processing).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
         }

@@ -27,13 +27,13 @@ import Testing
         }
     }
 
-    @Test(arguments: [SpoolPublisher.Step.barrier, .recordStaged, .renamed])
-    func aPublishThatFailsAtAStepRollsBackAndKeepsTheSource(step: SpoolPublisher.Step) async throws {
+    @Test(arguments: ["publish.barrier", "publish.record-staged", "publish.move-incoming"])
+    func aPublishThatFailsAtAStepRollsBackAndKeepsTheSource(step: String) async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             let ingester = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "kept when publishing fails\n")
-            spool.publisher.injectedFailure.withLock { $0 = step }
+            spool.executor.injectedFailure.withLock { $0 = step }
 
             let outcome = await ingester.ingest(try candidate(dir, "note.txt"))
             #expect(outcome == .deferred(.io))
@@ -42,7 +42,7 @@ import Testing
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try spool.ledger.pending().shares == 0)
 
-            spool.publisher.injectedFailure.withLock { $0 = nil }
+            spool.executor.injectedFailure.withLock { $0 = nil }
             guard case .published = await ingester.ingest(try candidate(dir, "note.txt")) else {
                 Issue.record("the source was not published on the next try")
                 return
@@ -57,7 +57,7 @@ import Testing
             let spool = try Spool(root: dir + "/state")
             let ingester = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "published, unlink failed\n")
-            spool.publisher.injectedFailure.withLock { $0 = .sourcesUnlinked }
+            spool.executor.injectedFailure.withLock { $0 = "publish.remove-sources" }
             guard case .published = await ingester.ingest(try candidate(dir, "note.txt")) else {
                 Issue.record("not published")
                 return
@@ -77,12 +77,12 @@ import Testing
             let first = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "published once\n")
             // The first daemon publishes and dies before the unlink: its lock is gone, its record still staged.
-            spool.publisher.injectedFailure.withLock { $0 = .sourcesUnlinked }
+            spool.executor.injectedFailure.withLock { $0 = "publish.remove-sources" }
             guard case .published = await first.ingest(try candidate(dir, "note.txt")) else {
                 Issue.record("not published")
                 return
             }
-            spool.publisher.injectedFailure.withLock { $0 = nil }
+            spool.executor.injectedFailure.withLock { $0 = nil }
             // A second daemon on the same ledger takes the file: it recognises it and unlinks it.
             let other = try Spool(root: dir + "/state")
             let second = try ingester(dir, other)
@@ -115,7 +115,7 @@ import Testing
             try writeFile(dir + "/replacement", "the replacement\n")
             #expect(rename(dir + "/replacement", dir + "/inbox/report.txt") == 0)
             let receipt = await ShareLoader(spool: spool).load(
-                [InboxFileProvider(source: source, registry: .standard)], sourceApp: nil, folder: nil, folders: [])
+                [InboxFileProvider(source: source, registry: .standard)], sourceApp: nil, origin: nil)
             #expect(receipt.status == .complete)
             #expect(try copies(spool) == ["the file that was judged\n"])
             #expect(try String(contentsOfFile: dir + "/inbox/report.txt", encoding: .utf8) == "the replacement\n")
@@ -144,7 +144,7 @@ import Testing
             handle.write(Data("second line\n".utf8))
             try handle.close()
             let receipt = await ShareLoader(spool: spool).load(
-                [InboxFileProvider(source: source, registry: .standard)], sourceApp: nil, folder: nil, folders: [])
+                [InboxFileProvider(source: source, registry: .standard)], sourceApp: nil, origin: nil)
             #expect(receipt.status == .rejected)
             #expect(receipt.attachments.first?.error?.message == "the file changed while it was copied")
             #expect(try entries(spool, .incoming).isEmpty)
@@ -190,7 +190,7 @@ import Testing
             let spool = try Spool(root: dir + "/state")
             let loader = ShareLoader(spool: spool)
             // Held, as a batch in progress holds the publisher, while forty shares are staged.
-            spool.publisher.hold(true)
+            spool.executor.hold(true)
             let receipts = await withTaskGroup(of: ShareReceipt.self) { group in
                 for index in 0..<40 {
                     group.addTask {
@@ -198,14 +198,14 @@ import Testing
                         return await loader.load([DataItemProvider(data: text, types: ["public.plain-text"])])
                     }
                 }
-                while spool.publisher.queued < 40 { try? await Task.sleep(for: .milliseconds(5)) }
+                while spool.executor.queuedPublishes < 40 { try? await Task.sleep(for: .milliseconds(5)) }
                 #expect((try? entries(spool, .incoming))?.isEmpty == true)
-                spool.publisher.hold(false)
+                spool.executor.hold(false)
                 return await group.reduce(into: []) { $0.append($1) }
             }
             #expect(receipts.allSatisfy { $0.status == .complete })
             #expect(try entries(spool, .incoming).count == 40)
-            #expect(spool.publisher.batchesPublished.load(ordering: .relaxed) == 1)
+            #expect(spool.executor.batchesPublished.load(ordering: .relaxed) == 1)
         }
     }
 
@@ -230,7 +230,7 @@ import Testing
             #expect(try spool.ledger.state(ofShare: ids[2]) == .purged)
             let logged = lines.all.filter { $0.contains("event=ledger.precondition_violated") }
             #expect(logged.count == 3)
-            #expect(logged.allSatisfy { $0.contains("code=ERR_IO") && $0.contains("transition=reconcile") })
+            #expect(logged.allSatisfy { $0.contains("code=ERR_IO") && $0.contains("transition=recover.reconcile") })
             // Recovery is idempotent: nothing left to repair.
             #expect(try spool.recover().repaired == 0)
         }

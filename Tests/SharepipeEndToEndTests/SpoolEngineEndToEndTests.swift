@@ -2,11 +2,14 @@ import Foundation
 import Glibc
 import Testing
 
-/// The spool engine through the built binary: `kill -9` right after every step of the batched publish and the
-/// batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing one inbox.
+/// The spool engine through the built binary: `kill -9` right after every action of the batched publish, the
+/// claim and the batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing one inbox. The other
+/// transitions' crash points are in `LifecycleCrashTests`.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
     static let steps = [
-        "barrier", "record-staged", "renamed", "sources-unlinked", "record-published", "record-processed", "removed",
+        "publish.barrier", "publish.record-staged", "publish.move-incoming", "publish.sync-incoming",
+        "publish.remove-sources", "publish.record-published", "claim.move-processing", "claim.lock",
+        "claim.record-claimed", "complete.record-processed", "complete.remove-processing",
     ]
 
     /// Drops `count` files with distinct contents; returns the contents.

@@ -84,7 +84,7 @@ public struct Consumer: Sendable {
             do { try spool.release(claim) } catch { dispatcher.fail(error) }
         }
         do {
-            try await spool.completer.waitUntilIdle()
+            try await spool.executor.waitUntilIdle()
         } catch {
             dispatcher.fail(error)
         }
@@ -138,11 +138,13 @@ public struct Consumer: Sendable {
         let shareID = claim.shareID
         let maxAttempts = max(1, configuration.maxAttempts)
         let attempt = claim.previousAttempts + 1
+        let policy = ShareLifecycle.RetryPolicy(
+            maxAttempts: maxAttempts, retryDelayMilliseconds: Spool.nanoseconds(configuration.retryDelay) / 1_000_000)
         if claim.previousAttempts >= maxAttempts {
             // Every allowed attempt is used up; the last ones were cut short by crashes.
             let error = ShareError(
                 .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
-            try spool.quarantine(claim, error: error, durationMilliseconds: nil)
+            try spool.fail(claim, error: error, durationMilliseconds: nil, policy: policy)
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return
@@ -169,13 +171,11 @@ public struct Consumer: Sendable {
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return
         }
-        if attempt >= maxAttempts {
-            try spool.quarantine(claim, error: failure, durationMilliseconds: duration)
+        switch try spool.fail(claim, error: failure, durationMilliseconds: duration, policy: policy) {
+        case .quarantined:
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
-        } else {
-            let delay = (Spool.nanoseconds(configuration.retryDelay) / 1_000_000) << min(attempt - 1, 30)
-            try spool.retry(claim, error: failure, durationMilliseconds: duration, notBefore: LedgerClock.now() + delay)
+        case .retried:
             dispatcher.count(\.retried)
             log(.warning, "share.retry", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
         }

@@ -109,7 +109,7 @@ public struct Daemon: Sendable {
             var running = 0
             for (index, name) in names.enumerated() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
-                if running >= configuration.ingestConcurrency, let outcome = await group.next() {
+                if running >= configuration.effectiveIngestConcurrency, let outcome = await group.next() {
                     outcomes.append(outcome)
                     running -= 1
                 }
@@ -208,7 +208,7 @@ public struct Daemon: Sendable {
             var running = 0
             var started = 0
             for try await candidate in candidates {
-                if running >= configuration.ingestConcurrency {
+                if running >= configuration.effectiveIngestConcurrency {
                     try await group.next()
                     running -= 1
                 }

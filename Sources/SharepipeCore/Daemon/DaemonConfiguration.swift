@@ -43,6 +43,12 @@ public struct DaemonConfiguration: Sendable {
     public var oneshot = false
     /// Shares ingested at the same time.
     public var ingestConcurrency = 64
+
+    /// `ingestConcurrency`, bounded by the descriptor limit: each share in flight holds its inbox directory, its
+    /// source, its staging lock and a copy open, and claims waiting for their removal hold theirs.
+    var effectiveIngestConcurrency: Int {
+        min(ingestConcurrency, max(4, (System.descriptorLimit() - 96) / 8))
+    }
     /// How long to wait before trying again an entry that could not be ingested now (spool full, I/O).
     public var deferRetry: Duration = .seconds(5)
     /// How long SIGTERM waits for work in flight.

@@ -21,16 +21,13 @@ public struct ShareLoader: Sendable {
 
     /// Loads and publishes one share. Never throws: every failure is in the receipt.
     public func load(_ providers: [any ItemProvider], sourceApp: String? = nil) async -> ShareReceipt {
-        await load(providers, sourceApp: sourceApp, folder: nil, folders: [])
+        await load(providers, sourceApp: sourceApp, origin: nil)
     }
 
-    /// Loads one share and hands it to the spool's publisher. Attachments whose provider is an inbox file carry
-    /// their source (opened and locked once) to the publisher, which unlinks it once the share is published;
-    /// `folder` is the name of a dropped folder (the manifest's `folder`), `folders` its directories, deepest
-    /// first, removed after its files.
-    func load(
-        _ providers: [any ItemProvider], sourceApp: String?, folder: String?, folders: [InboxDirectory]
-    ) async -> ShareReceipt {
+    /// Loads one share and hands it to the lifecycle's executor. `origin`, given by a source that removes what it
+    /// ingested (the inbox), names a dropped folder and supplies the source identities recorded with the share and
+    /// the owner told to remove the sources once the share is published.
+    func load(_ providers: [any ItemProvider], sourceApp: String?, origin: ShareOrigin?) async -> ShareReceipt {
         let shareID = UUID.random().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
         func refused(_ status: ShareReceipt.Status, _ error: ShareError) -> ShareReceipt {
@@ -63,7 +60,7 @@ public struct ShareLoader: Sendable {
             shareState.cancelled.store(true, ordering: .relaxed)
         }
         if shareState.outOfSpace.load(ordering: .relaxed) {
-            try? spool.remove(.staging, shareID)
+            spool.discard(shareID)
             let info = AttachmentRecord.ErrorInfo(
                 code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
@@ -72,8 +69,7 @@ public struct ShareLoader: Sendable {
             return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, records: records)
         }
         return await finish(
-            shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, providers: providers,
-            folder: folder, folders: folders)
+            shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, origin: origin)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
@@ -187,8 +183,8 @@ public struct ShareLoader: Sendable {
             progress: progress)
 
         let copied: Result<CopyEngine.Result, ShareError>
-        if let inbox = provider as? InboxFileProvider {
-            copied = inbox.copy(engine: engine, to: destination)
+        if let opened = provider as? any DescriptorBackedProvider {
+            copied = opened.copy(engine: engine, to: destination)
         } else {
             copied = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
         }
@@ -198,9 +194,9 @@ public struct ShareLoader: Sendable {
             outcome.error = error
         case .success(let copy):
             do {
-                // The provider may have sniffed these very bytes already (an inbox file); libmagic is the costliest
-                // step of a small share, so the same head is not sniffed twice.
-                let presniffed = (provider as? FileItemProvider)?.sniffed ?? (provider as? InboxFileProvider)?.sniffed
+                // The provider may have sniffed these very bytes already (to derive its types); libmagic is the
+                // costliest step of a small share, so the same head is not sniffed twice.
+                let presniffed = (provider as? any PresniffedProvider)?.sniffed
                 let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
                     ?? Magic.shared.mimeType(of: copy.head)
                 outcome.sniffedMimeType = mimeType
@@ -316,18 +312,17 @@ public struct ShareLoader: Sendable {
         for index in records.indices where records[index].status == .copied {
             records[index].status = .rolledBack
         }
-        try? spool.remove(.staging, shareID)
-        try? spool.ledger.recordRolledBack(Manifest(
+        spool.rollBack(Manifest(
             shareId: shareID, sourceApp: sourceApp, createdAt: Date().rfc3339, policy: configuration.policy,
             attachments: records), code: .cancelled)
         let info = AttachmentRecord.ErrorInfo(code: .cancelled, message: "the share was cancelled")
         return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
     }
 
-    /// Applies the policy, then writes the manifest and hands the share to the publisher, or rolls it back.
+    /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
         shareID: String, lock: consuming DirectoryLock, sourceApp: String?, records: [AttachmentRecord],
-        providers: [any ItemProvider], folder: String?, folders: [InboxDirectory]
+        origin: ShareOrigin?
     ) async -> ShareReceipt {
         var records = records
         let copied = records.filter { $0.status == .copied }.count
@@ -336,43 +331,32 @@ public struct ShareLoader: Sendable {
         func manifest() -> Manifest {
             Manifest(
                 shareId: shareID, sourceApp: sourceApp, createdAt: createdAt, policy: configuration.policy,
-                attachments: records, folder: folder)
+                attachments: records, folder: origin?.folder)
         }
         if rollBack {
             for index in records.indices where records[index].status == .copied {
                 records[index].status = .rolledBack
             }
-            try? spool.remove(.staging, shareID)
             let firstError = records.first(where: { $0.error != nil })?.error
-            try? spool.ledger.recordRolledBack(manifest(), code: firstError?.code)
+            spool.rollBack(manifest(), code: firstError?.code)
             return ShareReceipt(shareId: shareID, status: .rejected, attachments: records)
-        }
-        var sources: [InboxSource] = []
-        var identities: [SourceIdentity] = []
-        for (record, provider) in zip(records, providers) where record.status == .copied {
-            guard let source = (provider as? InboxFileProvider)?.source, let sha256 = record.sha256 else { continue }
-            var identity = SourceIdentity(source.status)
-            identity.sha256 = sha256
-            sources.append(source)
-            identities.append(identity)
         }
         do {
             try spool.writeManifest(manifest())
         } catch {
-            try? spool.remove(.staging, shareID)
             let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
-            try? spool.ledger.recordRolledBack(manifest(), code: shareError.code)
+            spool.rollBack(manifest(), code: shareError.code)
             let info = AttachmentRecord.ErrorInfo(code: shareError.code, message: shareError.message)
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
-        // A complete folder share takes its folders along; they are recorded like its files, so that recovery can
-        // remove a folder a crash left empty.
-        let removedFolders = copied == records.count ? folders : []
-        identities += removedFolders.map { SourceIdentity.folder(device: $0.identity.device, inode: $0.identity.inode) }
+        let copiedAttachments = records.compactMap { record in
+            record.status == .copied ? record.sha256.map { (index: record.index, sha256: $0) } : nil
+        }
+        let sources = origin?.sources(copiedAttachments, copied == records.count)
         let staged = StagedShare(
-            record: StagedRecord(manifest: manifest(), sources: identities), lock: lock, sources: sources,
-            folders: removedFolders)
-        switch await spool.publisher.publish(staged, spool: spool) {
+            record: StagedRecord(manifest: manifest(), sources: sources?.identities ?? []), lock: lock,
+            sources: sources?.owner)
+        switch await spool.publish(staged) {
         case .published:
             return ShareReceipt(
                 shareId: shareID, status: copied == records.count ? .complete : .partial, attachments: records)

@@ -5,7 +5,7 @@ import Glibc
 /// A provider over a file on disk. Its types come from the caller, or from the file's extension and the type
 /// sniffed from its content (a text file named `.jpg` declares `public.jpeg` alone and is then refused by the
 /// loader's content check). The file itself is handed out and never modified.
-public struct FileItemProvider: ItemProvider {
+public struct FileItemProvider: PresniffedProvider {
     /// The file's path.
     public let path: String
     public let registeredTypeIdentifiers: [String]

@@ -17,117 +17,104 @@ public struct RecoveryReport: Sendable, Equatable {
     public var repaired = 0
 }
 
-/// Recovery at start-up: call `recover()` before this process's loader and consumers start (the daemon then runs
-/// `InboxRecovery` before it scans the inbox). Loaders and consumers of other processes are safe: their locks
-/// are honoured.
+/// Recovery: every share nobody works on (its lock is free) in `staging`, `processing` or `quarantine` gets the
+/// plan `ShareLifecycle.recovery` gives for its directory and its row, run by the one executor; then every row in
+/// a non-terminal state is reconciled with the directory its share is in. A staging directory or a claim whose lock
+/// is held by a live process is never touched, so recovery is safe while loaders and consumers of this or other
+/// processes run: the daemon runs it at start (before `InboxRecovery` scans the inbox) and then periodically, so
+/// that a dead daemon's staging and claims are finished by the living.
 extension Spool {
-    /// Deletes unpublished shares, sends dead claims back to `incoming` (or finishes what the ledger recorded for
-    /// them), finishes interrupted requeues, then reconciles every ledger row in a non-terminal state with the
-    /// directory its share is in: the row follows the directory, and each repair is logged with a code.
-    /// A staging directory or a claim whose lock is held by a live process is never touched.
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
-        var removed: [String] = []
-        for name in try directories.staging.names() {
-            guard try !isLiveStaging(name) else {
-                report.liveClaims += 1
-                continue
+        var liveClaims: Set<String> = []
+        for stage in [Stage.staging, .processing, .quarantine] {
+            let names = stage == .staging ? try directories.staging.names() : try shareIDs(in: stage)
+            for shareID in names {
+                if stage == .quarantine {
+                    // Only an interrupted requeue has work here; nobody holds a lock on a quarantined share.
+                    guard try ledger.state(ofShare: shareID) == .published else { continue }
+                    try recoverOne(shareID, in: stage, lock: nil, report: &report)
+                    continue
+                }
+                if stage == .staging, let status = try directories.staging.statusIfPresent(shareID),
+                    status.kind != .directory
+                {
+                    // Not a share: a stray entry is removed as a dead staging would be.
+                    try directories.staging.removeTree(shareID)
+                    report.stagingRemoved += 1
+                    continue
+                }
+                guard let lock = try DirectoryLock.acquire(path(stage, shareID)) else {
+                    // Locked by a live loader or claimer, or gone meanwhile.
+                    if try directories[stage].statusIfPresent(shareID) != nil {
+                        report.liveClaims += 1
+                        liveClaims.insert(shareID)
+                    }
+                    continue
+                }
+                if stage == .staging && UUID(uuidString: shareID) == nil {
+                    try directories.staging.removeTree(shareID)
+                    report.stagingRemoved += 1
+                    continue
+                }
+                try recoverOne(shareID, in: stage, lock: HeldLock(shareID: shareID, lock: lock), report: &report)
             }
-            try directories.staging.removeTree(name)
-            if UUID(uuidString: name) != nil { removed.append(name) }
-            report.stagingRemoved += 1
         }
         if report.stagingRemoved > 0 { try directories.staging.sync() }
-        let unpublished = try removed.filter { try ledger.state(ofShare: $0) == .staged }
-        if !unpublished.isEmpty { logViolations(try ledger.recordUnpublished(unpublished, code: nil), during: "recover") }
-
-        var liveClaims: Set<String> = []
-        for shareID in try shareIDs(in: .processing) {
-            guard let lock = try DirectoryLock.acquire(path(.processing, shareID)) else {
-                report.liveClaims += 1
-                liveClaims.insert(shareID)
-                continue
-            }
-            let reason = QuarantineReason.fileName
-            switch try ledger.state(ofShare: shareID) {
-            case .processed, .purged:
-                try removeShareDirectory(.processing, shareID)
-                report.completed += 1
-            case .quarantined:
-                if try System.lstatIfPresent(path(.processing, shareID) + "/" + reason) == nil {
-                    try writeReason(recoveredReason(shareID), shareID: shareID)
-                }
-                try moveToQuarantine(shareID)
-                report.rolledForward += 1
-            case .claimed:
-                try System.removeTree(path(.processing, shareID) + "/" + reason)
-                logViolations(try ledger.recordRecovered(shareID: shareID), during: "recover")
-                try moveBack(shareID)
-                report.returnedToIncoming += 1
-            case .published:
-                try System.removeTree(path(.processing, shareID) + "/" + reason)
-                try moveBack(shareID)
-                report.returnedToIncoming += 1
-            case .staged, .rejected, nil:
-                // Claimed by rename before its publisher recorded it (staged), or a row that disagrees: the share
-                // goes back to `incoming`, and the reconciliation below makes the row say so.
-                try System.removeTree(path(.processing, shareID) + "/" + reason)
-                try moveBack(shareID)
-                report.returnedToIncoming += 1
-            }
-            _ = consume lock
-        }
         if report.returnedToIncoming > 0 { try directories.incoming.sync() }
-
-        for shareID in try shareIDs(in: .quarantine) where try ledger.state(ofShare: shareID) == .published {
-            try finishRequeue(shareID)
-            report.rolledForward += 1
-        }
         try reconcile(skipping: liveClaims, report: &report)
         return report
     }
 
-    /// Makes every row in a non-terminal state follow the directory its share is in. A staged share found in
-    /// `incoming` is the publisher's crash window and rolls forward as a normal publish; anything else is a
-    /// repair, logged as a precondition violation.
+    private func recoverOne(_ shareID: String, in stage: Stage, lock: HeldLock?, report: inout RecoveryReport) throws {
+        let recorded = try ledger.state(ofShare: shareID)
+        let hasReason = try System.lstatIfPresent(path(stage, shareID) + "/" + QuarantineReason.fileName) != nil
+        let reason = recorded == .quarantined && !hasReason ? try recoveredReason(shareID) : nil
+        var (run, kind) = ShareLifecycle.recovery(
+            of: shareID, foundIn: stage, recorded: recorded, hasReason: hasReason, reason: reason)
+        let context = LifecycleExecutor.RunContext(sources: [:])
+        if let lock { context.adopt(lock) }
+        if case .finished(let failed) = executor.execute(&run, spool: self, context: context),
+            let error = failed.values.first
+        {
+            throw error
+        }
+        switch kind {
+        case .stagingRemoved: report.stagingRemoved += 1
+        case .returnedToIncoming: report.returnedToIncoming += 1
+        case .completed: report.completed += 1
+        case .rolledForward: report.rolledForward += 1
+        case .none: break
+        }
+    }
+
+    /// Makes every row in a non-terminal state follow the directory its share is in.
     private func reconcile(skipping liveClaims: Set<String>, report: inout RecoveryReport) throws {
-        let expected: [(ShareState, Stage)] = [
-            (.staged, .staging), (.published, .incoming), (.claimed, .processing), (.quarantined, .quarantine),
-        ]
         var published: [String] = []
-        for (state, stage) in expected {
+        for state in [ShareState.staged, .published, .claimed, .quarantined] {
             for shareID in try ledger.shareIDs(inState: state) where !liveClaims.contains(shareID) {
-                if try directories[stage].statusIfPresent(shareID) != nil { continue }
-                let found = try Stage.allCases.first { other in
-                    try other != stage && directories[other].statusIfPresent(shareID) != nil
-                }
-                if state == .staged && found == .incoming {
+                let found = try Stage.allCases.first { try directories[$0].statusIfPresent(shareID) != nil }
+                guard let (record, isRepair) = ShareLifecycle.reconciliation(
+                    of: shareID, recorded: state, foundIn: found)
+                else { continue }
+                guard isRepair else {
                     published.append(shareID)
                     continue
                 }
-                if found == .processing { continue }
-                let target: ShareState = switch found {
-                case .incoming: .published
-                case .quarantine: .quarantined
-                case .staging: .staged
-                case .processing: .claimed
-                case nil: state == .staged ? .rejected : .purged
+                if let target = record.to {
+                    logViolations(
+                        [PreconditionViolation(shareID: shareID, expected: [state], found: target)],
+                        during: "recover.reconcile")
                 }
-                logViolations([PreconditionViolation(shareID: shareID, expected: [state], found: target)], during: "reconcile")
-                try ledger.repair(shareID: shareID, to: target)
+                var run = ShareLifecycle.recover(shareID, actions: [.record(record)])
+                executor.execute(&run, spool: self, context: .init(sources: [:]))
                 report.repaired += 1
             }
         }
-        if !published.isEmpty { logViolations(try ledger.recordPublished(published, sourcesDone: []), during: "recover") }
-    }
-
-    /// Whether a loader of a live process holds the lock on a staging directory.
-    private func isLiveStaging(_ name: String) throws -> Bool {
-        do {
-            let directory = try directories.staging.open(name, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-            return try !directory.lock(exclusive: true, nonBlocking: true)
-        } catch let error as ShareError where [ENOENT, ENOTDIR, ELOOP].contains(error.errno) {
-            return false
+        if !published.isEmpty {
+            var run = ShareLifecycle.recover(
+                published[0], actions: [.record(.published(published, sourcesDone: []))])
+            executor.execute(&run, spool: self, context: .init(sources: [:]))
         }
     }
 
@@ -151,5 +138,4 @@ extension Spool {
             try System.lstatIfPresent(path(stage, shareID)) != nil
         }
     }
-
 }

@@ -5,8 +5,8 @@ import Synchronization
 /// The state directory: `staging`, `incoming`, `processing`, `quarantine` and `ledger.sqlite`.
 ///
 /// The spool owns the directories (opened once, kept open for fsync and relative operations), the ledger, and the
-/// two engines that move shares between states: the publisher (`SpoolPublisher`, batched publish) and the
-/// completer (`SpoolCompleter`, batched completion). Nothing else renames a share or records its state.
+/// one executor of the share lifecycle (`LifecycleExecutor`, performing `ShareLifecycle`'s actions). Nothing else
+/// renames a share or records its state.
 public final class Spool: Sendable {
     /// The state directory.
     public let root: String
@@ -19,10 +19,8 @@ public final class Spool: Sendable {
     /// The last count of pending shares and bytes, and when it was taken (monotonic ns): back-pressure reads it
     /// instead of counting the ledger for every share.
     let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
-    /// Publishes staged shares in batches.
-    let publisher: SpoolPublisher
-    /// Records completions in batches.
-    let completer: SpoolCompleter
+    /// Performs every transition of the lifecycle; publishes and completions in batches.
+    let executor: LifecycleExecutor
 
     /// Stage directories.
     public enum Stage: String, Sendable, CaseIterable {
@@ -74,8 +72,7 @@ public final class Spool: Sendable {
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
-        publisher = SpoolPublisher()
-        completer = SpoolCompleter()
+        executor = LifecycleExecutor()
     }
 
     private static func trimmed(_ root: String) -> String {
@@ -138,12 +135,6 @@ public final class Spool: Sendable {
         let file = try directories.staging.open(
             manifest.shareId + "/manifest.json", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
         try file.writeAll(try manifest.encoded())
-    }
-
-    /// Removes a share directory from a stage and makes the removal durable.
-    func remove(_ stage: Stage, _ shareID: String) throws {
-        try directories[stage].removeTree(shareID)
-        try directories[stage].sync()
     }
 
     /// Logs ledger transitions whose precondition did not hold; recovery repairs them.

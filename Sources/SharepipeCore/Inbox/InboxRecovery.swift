@@ -34,7 +34,7 @@ struct InboxRecovery: Sendable {
         if !wanted.isEmpty, try System.lstatIfPresent(inbox)?.kind == .directory {
             _ = try removeMatches(in: inbox, relative: "", wanted: wanted, depth: 0, removed: &removed)
         }
-        try spool.ledger.markAllSourcesDone()
+        try spool.allSourcesRemoved()
         return removed
     }
 

@@ -156,7 +156,7 @@ struct InboxIngester: Sendable {
             (try? source.unlinkIfSame()) == true
         else { return nil }
         try? source.directory.directory.sync()
-        _ = try? loader.spool.ledger.recordPublished([], sourcesDone: [shareID])
+        loader.spool.sourcesRemoved(of: [shareID])
         return shareID
     }
 
@@ -201,8 +201,24 @@ struct InboxIngester: Sendable {
                 return (reject(entry, error, declaredTypes: declared, sniffedMimeType: nil), nil)
             }
         }
-        let receipt = await loader.load(
-            providers, sourceApp: nil, folder: folders.isEmpty ? nil : entry, folders: folders)
+        let origin = ShareOrigin(folder: folders.isEmpty ? nil : entry) { copied, complete in
+            var identities: [SourceIdentity] = []
+            var files: [InboxSource] = []
+            for (index, sha256) in copied {
+                guard let source = providers[index].source else { continue }
+                var identity = SourceIdentity(source.status)
+                identity.sha256 = sha256
+                identities.append(identity)
+                files.append(source)
+            }
+            // A complete folder share takes its folders along; they are recorded like its files, so that recovery
+            // can remove a folder a crash left empty.
+            let removed = complete ? folders : []
+            identities += removed.map { SourceIdentity.folder(device: $0.identity.device, inode: $0.identity.inode) }
+            guard !identities.isEmpty else { return nil }
+            return (identities, InboxShareSources(files: files, folders: removed))
+        }
+        let receipt = await loader.load(providers, sourceApp: nil, origin: origin)
         switch receipt.status {
         case .complete, .partial:
             let copied = receipt.attachments.filter { $0.status == .copied }

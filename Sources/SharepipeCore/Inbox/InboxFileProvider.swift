@@ -6,7 +6,7 @@ import Glibc
 /// followed by the type sniffed from the descriptor, as `FileItemProvider` derives them. The loader copies from the
 /// descriptor directly; the callback methods exist for the protocol and hand out no path, since the file is only
 /// ever read through the descriptor that was judged.
-struct InboxFileProvider: ItemProvider {
+struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
     let source: InboxSource?
     let failure: ShareError?
     let registeredTypeIdentifiers: [String]
