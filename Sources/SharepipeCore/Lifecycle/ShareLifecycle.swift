@@ -191,6 +191,26 @@ struct ShareLifecycle: Sendable {
         case finished
     }
 
+    /// Every crash point a run can pass (`SHAREPIPE_CRASH_AFTER` takes one), as docs/spool.md lists them.
+    static let crashPoints: [String] = [
+        "publish.barrier", "publish.record-staged", "publish.move-incoming", "publish.sync-incoming",
+        "publish.remove-sources", "publish.record-published", "publish.remove-staging", "publish.record-unpublished",
+        "publish.record-rolled-back",
+        "roll-back.remove-staging", "roll-back.record-rolled-back", "discard.remove-staging",
+        "claim.move-processing", "claim.lock", "claim.record-claimed", "claim.move-incoming",
+        "complete.record-processed", "complete.remove-processing",
+        "retry.record-retry", "retry.move-incoming",
+        "quarantine.write-reason", "quarantine.record-quarantined", "quarantine.move-quarantine",
+        "quarantine.sync-quarantine",
+        "release.record-released", "release.move-incoming",
+        "requeue.record-requeued", "requeue.remove-reason", "requeue.move-incoming", "requeue.sync-incoming",
+        "purge.record-purged", "purge.remove-quarantine", "purge.sync-quarantine",
+        "recover.remove-staging", "recover.record-unpublished", "recover.remove-processing", "recover.sync-processing",
+        "recover.write-reason", "recover.move-quarantine", "recover.sync-quarantine", "recover.remove-reason",
+        "recover.record-recovered", "recover.move-incoming", "recover.sync-incoming", "recover.record-repaired",
+        "recover.record-published", "recover.record-sources-done", "recover.record-all-sources-done",
+    ]
+
     let transition: Transition
     private(set) var phase: Phase = .start
     /// Shares still in the run.
