@@ -30,8 +30,7 @@ enum TestPostgres {
     static func freshDatabase() throws -> String {
         let server = try serverURL()
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let connection = try PostgresConnection(url: server, setting: "SHAREPIPE_TEST_PG")
-        try connection.withSession { session in try session.query("CREATE SCHEMA \(schema)") }
+        try PostgresDriver(url: server, setting: "SHAREPIPE_TEST_PG").run("CREATE SCHEMA \(schema)")
         let separator = server.contains("?") ? "&" : "?"
         return server + separator + "options=-c%20search_path%3D\(schema)"
     }
@@ -55,10 +54,13 @@ enum LedgerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     static var available: [LedgerKind] { TestPostgres.enabled ? allCases : [.sqlite] }
 
     /// A new, empty ledger of this kind.
-    func make(in directory: String, owner: String = PostgresLedger.currentOwner()) throws -> any ShareLedger {
+    func make(in directory: String, owner: String = LedgerStore.currentOwner()) throws -> LedgerStore {
         switch self {
-        case .sqlite: try SQLiteLedger(path: directory + "/ledger.sqlite")
-        case .postgresql: try PostgresLedger(url: try TestPostgres.freshDatabase(), owner: owner)
+        case .sqlite: try LedgerStore(driver: SQLiteDriver(path: directory + "/ledger.sqlite"), owner: owner)
+        case .postgresql:
+            try LedgerStore(
+                driver: PostgresDriver(url: try TestPostgres.freshDatabase(), setting: "--ledger"), lease: .seconds(30),
+                owner: owner)
         }
     }
 }
