@@ -91,16 +91,16 @@ final class LedgerStore: ShareLedger {
         let steps = migrations(dialect)
         let target = version ?? steps.count
         if try schemaVersion(driver) == target { return }
-        try driver.transaction { run in
-            _ = try run(dialect.migrationPrelude.map { SQLStatement($0) })
-            let found = try run([SQLStatement(dialect.schemaVersion)])[0].scalar.int
+        try driver.transaction { session in
+            _ = try session.run(dialect.migrationPrelude.map { SQLStatement($0) })
+            let found = try session.run([SQLStatement(dialect.schemaVersion)])[0].scalar.int
             guard found <= steps.count else {
                 throw ShareError(
                     .containerUnavailable, "ledger schema version \(found) is newer than this sharepipe's \(steps.count)")
             }
             guard found < target else { return }
             let statements = steps[found..<target].joined().map { SQLStatement($0) }
-            _ = try run(statements + [SQLStatement(dialect.setSchemaVersion(target))])
+            _ = try session.run(statements + [SQLStatement(dialect.setSchemaVersion(target))])
         }
     }
 

@@ -23,7 +23,8 @@ final class PostgresDriver: SQLDriver {
         ],
         schemaPresent: "SELECT CASE WHEN to_regclass('sharepipe_schema') IS NULL THEN 0 ELSE 1 END",
         schemaVersion: "SELECT version FROM sharepipe_schema",
-        setSchemaVersion: { "UPDATE sharepipe_schema SET version = \($0)" }, numberedPlaceholders: true)
+        setSchemaVersion: { "UPDATE sharepipe_schema SET version = \($0)" }, numberedPlaceholders: true,
+        begin: "BEGIN")
 
     var dialect: SQLDialect { Self.dialect }
     /// The setting the URL came from, for error messages (`--ledger`).
@@ -62,25 +63,11 @@ final class PostgresDriver: SQLDriver {
     var reconnections: Int { pool.withLock { $0.reconnections } }
 
     func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult] {
-        try withConnection { try $0.pipeline(statements) }
-    }
-
-    func transaction<T>(_ body: (_ run: ([SQLStatement]) throws -> [SQLResult]) throws -> T) throws -> T {
-        try withConnection { connection in
-            _ = try connection.pipeline([SQLStatement("BEGIN")])
-            do {
-                let result = try body { try connection.pipeline($0) }
-                _ = try connection.pipeline([SQLStatement("COMMIT")])
-                return result
-            } catch {
-                _ = try? connection.pipeline([SQLStatement("ROLLBACK")])
-                throw error
-            }
-        }
+        try withSession { try $0.run(statements) }
     }
 
     /// Runs `body` with a connection of its own, given back to the pool afterwards unless the server dropped it.
-    private func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+    func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         let connection = try checkOut()
         defer { checkIn(connection) }
         return try body(connection)
@@ -149,7 +136,7 @@ final class PostgresDriver: SQLDriver {
     }
 
     /// One libpq connection, used by one caller at a time (the pool hands it out).
-    private final class Connection: @unchecked Sendable {
+    private final class Connection: SQLSession, @unchecked Sendable {
         let handle: OpaquePointer
         unowned let driver: PostgresDriver
 
@@ -168,7 +155,7 @@ final class PostgresDriver: SQLDriver {
         }
 
         /// Sends the statements in one pipeline (an implicit transaction: all or none) and reads their results.
-        func pipeline(_ statements: [SQLStatement]) throws -> [SQLResult] {
+        func run(_ statements: [SQLStatement]) throws -> [SQLResult] {
             guard PQenterPipelineMode(handle) == 1 else { throw driver.failure(handle, result: nil) }
             driver.roundTrips.add(1, ordering: .relaxed)
             for statement in statements { try send(statement) }

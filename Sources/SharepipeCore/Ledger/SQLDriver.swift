@@ -67,6 +67,8 @@ struct SQLDialect: Sendable {
     let setSchemaVersion: @Sendable (Int) -> String
     /// Whether placeholders are numbered (`$1`) rather than `?`.
     let numberedPlaceholders: Bool
+    /// Starts a transaction that will write.
+    let begin: String
 
     /// `sql` with its placeholders written the way this database wants them. The ledger's SQL has no `?` inside a
     /// string literal.
@@ -94,9 +96,8 @@ protocol SQLDriver: AnyObject, Sendable {
     /// `durable` may return before it is on disk where the database allows it (a power cut may lose it, never
     /// corrupt it).
     func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult]
-    /// Runs `body` in one transaction that reads before it writes (schema migrations); `run` executes statements in
-    /// it. Rolled back when `body` throws.
-    func transaction<T>(_ body: (_ run: ([SQLStatement]) throws -> [SQLResult]) throws -> T) throws -> T
+    /// Runs `body` on one connection, held for it alone.
+    func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T
     /// How many times the driver reconnected to its server after losing it.
     var reconnections: Int { get }
 }
@@ -107,4 +108,28 @@ extension SQLDriver {
     func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> SQLResult {
         try execute([SQLStatement(sql, parameters)], durable: true)[0]
     }
+
+    /// Runs `body` in one transaction that reads before it writes (schema migrations); rolled back when it throws.
+    func transaction<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try withSession { session in try inTransaction(session) { try body(session) } }
+    }
+
+    /// Runs `body` between the dialect's `begin` and `COMMIT` on `session`; `ROLLBACK` when it throws.
+    func inTransaction<T>(_ session: any SQLSession, _ body: () throws -> T) throws -> T {
+        _ = try session.run([SQLStatement(dialect.begin)])
+        do {
+            let result = try body()
+            _ = try session.run([SQLStatement("COMMIT")])
+            return result
+        } catch {
+            _ = try? session.run([SQLStatement("ROLLBACK")])
+            throw error
+        }
+    }
+}
+
+/// One connection, held by one caller.
+protocol SQLSession {
+    /// Runs the statements in order (autocommitted unless in a transaction) and returns their results.
+    func run(_ statements: [SQLStatement]) throws -> [SQLResult]
 }

@@ -8,13 +8,16 @@ import Synchronization
 /// Daemons on one host share the file. SQLite's busy handler waits for another process's write, but not for every
 /// lock: the first opening of a fresh file, its switch to WAL and a migration racing another daemon's can fail at
 /// once with SQLITE_BUSY. Every operation is therefore retried on a busy or locked database until `busyDeadline`
-/// after it began (it is all or nothing, so trying it again is safe).
+/// after it began (it is all or nothing, so trying it again is safe). Write transactions are `BEGIN IMMEDIATE`: the
+/// write lock is taken at the start, where the busy handler waits for it, never in the middle of a transaction that
+/// has read.
 final class SQLiteDriver: SQLDriver {
     static let dialect = SQLDialect(
         bigint: "INTEGER", serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT", lockRows: "", skipLocked: "",
         now: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)", migrationPrelude: [],
         schemaPresent: "SELECT 1", schemaVersion: "PRAGMA user_version",
-        setSchemaVersion: { "PRAGMA user_version = \($0)" }, numberedPlaceholders: false)
+        setSchemaVersion: { "PRAGMA user_version = \($0)" }, numberedPlaceholders: false,
+        begin: "BEGIN IMMEDIATE")
 
     var dialect: SQLDialect { Self.dialect }
     var reconnections: Int { 0 }
@@ -35,29 +38,25 @@ final class SQLiteDriver: SQLDriver {
         sqlite3_busy_timeout(handle, 5000)
         connection = Mutex(Connection(handle: handle))
         self.busyDeadline = busyDeadline
-        try retryingBusy { connection in
-            try connection.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+        _ = try withSession { session in
+            try session.run(["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"].map {
+                SQLStatement($0)
+            })
         }
     }
 
     func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult] {
-        try retryingBusy { connection in
-            // One statement is atomic on its own, and a read then takes no write lock.
-            if statements.count == 1 { return [try connection.run(statements[0])] }
-            if !durable { try connection.exec("PRAGMA synchronous = NORMAL") }
-            defer { if !durable { try? connection.exec("PRAGMA synchronous = FULL") } }
-            return try connection.inTransaction { try statements.map(connection.run) }
-        }
-    }
-
-    func transaction<T>(_ body: (_ run: ([SQLStatement]) throws -> [SQLResult]) throws -> T) throws -> T {
-        try retryingBusy { connection in
-            try connection.inTransaction { try body { try $0.map(connection.run) } }
+        // One statement is atomic on its own, and a read then takes no write lock.
+        if statements.count == 1 { return try withSession { try $0.run(statements) } }
+        return try withSession { session in
+            if !durable { _ = try session.run([SQLStatement("PRAGMA synchronous = NORMAL")]) }
+            defer { if !durable { _ = try? session.run([SQLStatement("PRAGMA synchronous = FULL")]) } }
+            return try inTransaction(session) { try session.run(statements) }
         }
     }
 
     /// Runs `body` with the connection, again after a short pause while the database is busy, until the deadline.
-    private func retryingBusy<T>(_ body: (Connection) throws -> T) throws -> T {
+    func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         let deadline = ContinuousClock.now + busyDeadline
         var pause = 0.001
         while true {
@@ -77,7 +76,7 @@ final class SQLiteDriver: SQLDriver {
     }
 
     /// The handle and its prepared statements, only reachable while the driver's lock is held.
-    private final class Connection: @unchecked Sendable {
+    private final class Connection: SQLSession, @unchecked Sendable {
         let handle: OpaquePointer
         private var statements: [String: OpaquePointer] = [:]
 
@@ -90,26 +89,11 @@ final class SQLiteDriver: SQLDriver {
             sqlite3_close(handle)
         }
 
-        /// Several statements without parameters (pragmas, transaction control).
-        func exec(_ script: String) throws {
-            guard sqlite3_exec(handle, script, nil, nil, nil) == SQLITE_OK else { throw failure("exec") }
+        func run(_ statements: [SQLStatement]) throws -> [SQLResult] {
+            try statements.map(run)
         }
 
-        /// `BEGIN IMMEDIATE`: the write lock is taken at the start, where the busy handler waits for it, never in
-        /// the middle of a transaction that has read.
-        func inTransaction<T>(_ body: () throws -> T) throws -> T {
-            try exec("BEGIN IMMEDIATE")
-            do {
-                let result = try body()
-                try exec("COMMIT")
-                return result
-            } catch {
-                _ = try? exec("ROLLBACK")
-                throw error
-            }
-        }
-
-        func run(_ statement: SQLStatement) throws -> SQLResult {
+        private func run(_ statement: SQLStatement) throws -> SQLResult {
             let prepared = try prepare(statement.sql)
             defer {
                 sqlite3_reset(prepared)
