@@ -53,14 +53,23 @@ enum LedgerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// SQLite, and PostgreSQL when its tests run.
     static var available: [LedgerKind] { TestPostgres.enabled ? allCases : [.sqlite] }
 
+    /// A new, empty database of this kind: a file for SQLite, a schema of its own for PostgreSQL.
+    func database(in directory: String) throws -> String {
+        self == .sqlite ? directory + "/ledger-\(UUID().uuidString).sqlite" : try TestPostgres.freshDatabase()
+    }
+
+    /// A driver of `database`.
+    func driver(_ database: String) throws -> any SQLDriver {
+        self == .sqlite ? try SQLiteDriver(path: database) : try PostgresDriver(url: database, setting: "--ledger")
+    }
+
+    /// A ledger store on `database`, with leases as a daemon has them (PostgreSQL only).
+    func store(_ database: String, owner: String = LedgerStore.currentOwner()) throws -> LedgerStore {
+        try LedgerStore(driver: driver(database), lease: self == .sqlite ? nil : .seconds(30), owner: owner)
+    }
+
     /// A new, empty ledger of this kind.
-    func make(in directory: String, owner: String = LedgerStore.currentOwner()) throws -> LedgerStore {
-        switch self {
-        case .sqlite: try LedgerStore(driver: SQLiteDriver(path: directory + "/ledger.sqlite"), owner: owner)
-        case .postgresql:
-            try LedgerStore(
-                driver: PostgresDriver(url: try TestPostgres.freshDatabase(), setting: "--ledger"), lease: .seconds(30),
-                owner: owner)
-        }
+    func make(in directory: String) throws -> LedgerStore {
+        try store(try database(in: directory))
     }
 }

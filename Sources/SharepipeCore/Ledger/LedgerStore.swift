@@ -159,21 +159,15 @@ final class LedgerStore: ShareLedger {
             statements.append(
                 SQLStatement("SELECT state, attempts FROM shares WHERE id = ?" + driver.dialect.lockRows, [id]))
             for event in change.events {
-                var columns = ["event"]
-                var values: [SQLValue] = [.text(event.event.rawValue)]
-                for (column, value) in [
-                    ("code", SQLValue(event.code?.rawValue)), ("duration_ms", SQLValue(event.durationMilliseconds)),
-                    ("type", SQLValue(event.type)),
-                ] where value != .null {
-                    columns.append(column)
-                    values.append(value)
-                }
-                let bytes = event.rowBytes ? ", bytes" : ""
-                let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
+                // Typed NULLs: PostgreSQL cannot infer a parameter's type from a select list.
                 statements.append(SQLStatement(
-                    "INSERT INTO events (at, share_id, \(columns.joined(separator: ", "))\(bytes)) "
-                        + "SELECT ?, id, \(marks)\(bytes) FROM shares WHERE \(condition)",
-                    [now] + values + bound))
+                    """
+                    INSERT INTO events (at, share_id, event, code, duration_ms, type, bytes) SELECT ?, id, ?,
+                        CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), \(event.rowBytes ? "bytes" : "NULL")
+                    FROM shares WHERE \(condition)
+                    """,
+                    [now, .text(event.event.rawValue), SQLValue(event.code?.rawValue),
+                     SQLValue(event.durationMilliseconds), SQLValue(event.type)] + bound))
             }
             if change.forgetSources {
                 statements.append(SQLStatement(
@@ -314,13 +308,11 @@ final class LedgerStore: ShareLedger {
     func recordRetry(shareID: String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64) throws
         -> [PreconditionViolation]
     {
-        try apply([
-            Change(
-                shareID: shareID, from: [.claimed], owned: true,
-                set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.unclaimed)",
-                values: [.integer(notBefore), .text(code.rawValue)],
-                events: [Event(event: .failed, code: code, durationMilliseconds: durationMilliseconds), Event(event: .retried)])
-        ]).violations
+        try change(
+            shareID, owned: true,
+            set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.unclaimed)",
+            values: [.integer(notBefore), .text(code.rawValue)],
+            Event(event: .failed, code: code, durationMilliseconds: durationMilliseconds), Event(event: .retried))
     }
 
     func recordQuarantined(shareID: String, code: ShareError.Code, durationMilliseconds: Int64?) throws
@@ -331,48 +323,43 @@ final class LedgerStore: ShareLedger {
             Change(
                 shareID: shareID, from: [.claimed], owned: true,
                 set: "state = 'quarantined', attempts = attempts + ?, not_before = 0, last_code = ?, \(Self.unclaimed)",
-                values: [.integer(durationMilliseconds == nil ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
+                values: [.integer(failed.isEmpty ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
                 events: failed + [Event(event: .quarantined, code: .processorFailed)])
         ]).violations
     }
 
     func recordReleased(shareID: String) throws -> [PreconditionViolation] {
-        try apply([
-            Change(
-                shareID: shareID, from: [.claimed], owned: true, set: "state = 'published', \(Self.unclaimed)",
-                events: [Event(event: .retried, code: .cancelled)])
-        ]).violations
+        try change(
+            shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(event: .retried, code: .cancelled))
     }
 
     func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
-        try apply([
-            Change(
-                shareID: shareID, from: [.claimed], set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)",
-                events: [Event(event: .recovered)])
-        ]).violations
+        try change(shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(event: .recovered))
     }
 
     func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
-        try apply([
-            Change(
-                shareID: shareID, from: [.quarantined],
-                set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
-                events: [Event(event: .published)])
-        ]).violations
+        try change(
+            shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
+            Event(event: .published))
     }
 
     func recordPurged(shareID: String) throws -> [PreconditionViolation] {
-        try apply([
-            Change(shareID: shareID, from: [.quarantined], set: "state = 'purged'", events: [Event(event: .deleted)])
-        ]).violations
+        try change(shareID, from: [.quarantined], set: "state = 'purged'", Event(event: .deleted))
     }
 
     func repair(shareID: String, to state: ShareState) throws {
-        try apply([
-            Change(
-                shareID: shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)",
-                values: [.text(state.rawValue)], events: [Event(event: .repaired, type: state.rawValue)])
-        ])
+        _ = try change(
+            shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
+            Event(event: .repaired, type: state.rawValue))
+    }
+
+    /// One share's change, in a transaction of its own.
+    private func change(
+        _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
+        values: [SQLValue] = [], _ events: Event...
+    ) throws -> [PreconditionViolation] {
+        try apply([Change(shareID: shareID, from: from, owned: owned, set: set, values: values, events: events)])
+            .violations
     }
 
     // MARK: Leases

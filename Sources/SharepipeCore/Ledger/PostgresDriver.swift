@@ -93,17 +93,11 @@ final class PostgresDriver: SQLDriver {
     }
 
     private func checkIn(_ connection: Connection) {
-        guard connection.isAlive else {
-            pool.withLock { $0.lost = true }
-            return
+        let alive = connection.isAlive
+        // A connection beyond the idle limit is closed by its deinit, once the caller lets go of it.
+        pool.withLock { pool in
+            if !alive { pool.lost = true } else if pool.idle.count < Self.maxIdle { pool.idle.append(connection) }
         }
-        // A connection beyond the idle limit is closed (by its deinit) after the lock is released.
-        let surplus: Connection? = pool.withLock { pool in
-            guard pool.idle.count < Self.maxIdle else { return connection }
-            pool.idle.append(connection)
-            return nil
-        }
-        _ = surplus
     }
 
     /// Opens a connection, outside the pool's lock; a failure pushes the next attempt back.
@@ -151,7 +145,8 @@ final class PostgresDriver: SQLDriver {
         /// goodbye and closed the socket, which turns the status bad here instead of failing the next statement.
         /// A connection left in a pipeline by a failure is not reused either.
         var isAlive: Bool {
-            PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK && PQpipelineStatus(handle) == PQ_PIPELINE_OFF
+            PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK
+                && PQpipelineStatus(handle) == PQ_PIPELINE_OFF
         }
 
         /// Sends the statements in one pipeline (an implicit transaction: all or none) and reads their results.

@@ -1,24 +1,16 @@
 /// A value bound to or read from a statement. The ledger stores integers and text only.
-enum SQLValue: Sendable, Equatable, ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
+enum SQLValue: Sendable, Equatable, ExpressibleByStringLiteral {
     case integer(Int64)
     case text(String)
     case null
 
-    init(integerLiteral value: Int64) { self = .integer(value) }
     init(stringLiteral value: String) { self = .text(value) }
     init(_ value: Int) { self = .integer(Int64(value)) }
     init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
     init(_ value: String?) { self = value.map { .text($0) } ?? .null }
 
-    var integer: Int64? {
-        if case .integer(let value) = self { return value }
-        return nil
-    }
-
-    var text: String? {
-        if case .text(let value) = self { return value }
-        return nil
-    }
+    var integer: Int64? { if case .integer(let value) = self { value } else { nil } }
+    var text: String? { if case .text(let value) = self { value } else { nil } }
 
     /// The integer as an `Int`, 0 for NULL.
     var int: Int { Int(integer ?? 0) }
@@ -70,21 +62,12 @@ struct SQLDialect: Sendable {
     /// Starts a transaction that will write.
     let begin: String
 
-    /// `sql` with its placeholders written the way this database wants them. The ledger's SQL has no `?` inside a
-    /// string literal.
+    /// `sql` with its placeholders written the way this database wants them (the ledger's SQL has no `?` inside a
+    /// string literal).
     func placeholders(_ sql: String) -> String {
         guard numberedPlaceholders else { return sql }
-        var number = 0
-        var result = ""
-        for character in sql {
-            if character == "?" {
-                number += 1
-                result += "$\(number)"
-            } else {
-                result.append(character)
-            }
-        }
-        return result
+        let parts = sql.split(separator: "?", omittingEmptySubsequences: false)
+        return parts.indices.map { $0 == 0 ? String(parts[$0]) : "$\($0)" + parts[$0] }.joined()
     }
 }
 
