@@ -49,36 +49,27 @@ final class LedgerStore: ShareLedger {
         return [
             [
                 """
-                CREATE TABLE shares (
-                    id TEXT PRIMARY KEY, source_app TEXT, created_at \(bigint) NOT NULL, state TEXT NOT NULL,
-                    attachments INTEGER NOT NULL DEFAULT 0, bytes \(bigint) NOT NULL DEFAULT 0,
+                CREATE TABLE shares (id TEXT PRIMARY KEY, source_app TEXT, created_at \(bigint) NOT NULL,
+                    state TEXT NOT NULL, attachments INTEGER NOT NULL DEFAULT 0, bytes \(bigint) NOT NULL DEFAULT 0,
                     attempts INTEGER NOT NULL DEFAULT 0, not_before \(bigint) NOT NULL DEFAULT 0, last_code TEXT,
-                    updated_at \(bigint) NOT NULL
-                )
+                    updated_at \(bigint) NOT NULL)
                 """,
-                "CREATE INDEX shares_state ON shares(state)",
                 """
-                CREATE TABLE events (
-                    seq \(dialect.serialKey), at \(bigint) NOT NULL, share_id TEXT NOT NULL, event TEXT NOT NULL,
-                    attachment INTEGER, type TEXT, bytes \(bigint), code TEXT, duration_ms \(bigint)
-                )
+                CREATE TABLE events (seq \(dialect.serialKey), at \(bigint) NOT NULL, share_id TEXT NOT NULL,
+                    event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes \(bigint), code TEXT, duration_ms \(bigint))
                 """,
-                "CREATE INDEX events_share ON events(share_id)",
-                "CREATE INDEX events_at ON events(at)",
                 """
-                CREATE TABLE sources (
-                    share_id TEXT NOT NULL, device \(bigint) NOT NULL, inode \(bigint) NOT NULL,
-                    size \(bigint) NOT NULL, mtime \(bigint) NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL
-                )
+                CREATE TABLE sources (share_id TEXT NOT NULL, device \(bigint) NOT NULL, inode \(bigint) NOT NULL,
+                    size \(bigint) NOT NULL, mtime \(bigint) NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL)
                 """,
-                "CREATE INDEX sources_state ON sources(state)",
+                "CREATE INDEX shares_state ON shares(state)", "CREATE INDEX events_share ON events(share_id)",
+                "CREATE INDEX events_at ON events(at)", "CREATE INDEX sources_state ON sources(state)",
             ],
             // v2: sources looked up by share (marking them done, a processed share's latency).
             ["CREATE INDEX sources_share ON sources(share_id)"],
             // v3: who holds a claim (the ownership guard) and, with leases, until when.
             [
-                "ALTER TABLE shares ADD COLUMN claimed_by TEXT",
-                "ALTER TABLE shares ADD COLUMN lease_until \(bigint)",
+                "ALTER TABLE shares ADD COLUMN claimed_by TEXT", "ALTER TABLE shares ADD COLUMN lease_until \(bigint)",
                 "CREATE INDEX shares_lease ON shares(lease_until) WHERE state = 'claimed'",
             ],
         ]
@@ -116,22 +107,23 @@ final class LedgerStore: ShareLedger {
     /// when the row is in one of `from` and, when `owned`, claimed by this process; `events` are written, and with
     /// `forgetSources` its source records deleted, only then.
     struct Change {
-        var shareID: String
-        var from: [ShareState]
-        var owned = false
-        var set: String
-        var values: [SQLValue] = []
-        var events: [Event] = []
+        var shareID: String, from: [ShareState], owned: Bool, set: String, values: [SQLValue], events: [Event]
         var forgetSources = false
+
+        init(
+            _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
+            values: [SQLValue] = [], _ events: Event...
+        ) { (self.shareID, self.from, self.owned, self.set, self.values, self.events) = (shareID, from, owned, set, values, events) }
     }
 
     /// An event written by a change; its bytes are the share row's when `rowBytes`.
     struct Event {
-        var event: LedgerEvent
-        var code: ShareError.Code? = nil
-        var durationMilliseconds: Int64? = nil
-        var type: String? = nil
-        var rowBytes = false
+        var event: LedgerEvent, code: ShareError.Code?, duration: Int64?, type: String?, rowBytes: Bool
+
+        init(
+            _ event: LedgerEvent, code: ShareError.Code? = nil, duration: Int64? = nil, type: String? = nil,
+            rowBytes: Bool = false
+        ) { (self.event, self.code, self.duration, self.type, self.rowBytes) = (event, code, duration, type, rowBytes) }
     }
 
     /// What a transition out of `claimed` clears.
@@ -167,7 +159,7 @@ final class LedgerStore: ShareLedger {
                     FROM shares WHERE \(condition)
                     """,
                     [now, .text(event.event.rawValue), SQLValue(event.code?.rawValue),
-                     SQLValue(event.durationMilliseconds), SQLValue(event.type)] + bound))
+                     SQLValue(event.duration), SQLValue(event.type)] + bound))
             }
             if change.forgetSources {
                 statements.append(SQLStatement(
@@ -190,6 +182,11 @@ final class LedgerStore: ShareLedger {
             }
         }
         return (attempts, violations)
+    }
+
+    /// One change in a transaction of its own.
+    private func apply(_ change: Change) throws -> [PreconditionViolation] {
+        try apply([change]).violations
     }
 
     /// A share's row and its attachment events, unguarded (a new share).
@@ -223,12 +220,12 @@ final class LedgerStore: ShareLedger {
              SQLValue(bytes), SQLValue(code?.rawValue)])
     }
 
-    // MARK: Publish
+    // MARK: Transitions
 
     func recordStaged(_ shares: [StagedRecord]) throws {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
-        let statements = shares.flatMap { share in
+        _ = try driver.execute(shares.flatMap { share in
             Self.inserts(share.manifest, state: .staged, code: nil, at: now) + share.sources.map { source in
                 SQLStatement(
                     "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -236,20 +233,18 @@ final class LedgerStore: ShareLedger {
                      .integer(Int64(bitPattern: source.inode)), .integer(source.size),
                      .integer(source.modificationTime), .text(source.sha256), "staged"])
             }
-        }
-        _ = try driver.execute(statements, durable: true)
+        }, durable: true)
     }
 
     func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
         // Not durable: if a power cut loses it, recovery finds the shares in `incoming` and their sources recorded
-        // staged, and rolls both forward.
-        let violations = try apply(
-            shareIDs.map { Change(shareID: $0, from: [.staged], set: "state = 'published'", events: [Event(event: .published)]) },
+        // staged, and rolls both forward. A consumer may claim (and finish) a share between its rename and this
+        // record: a share found past staged is no violation.
+        try apply(
+            shareIDs.map { Change($0, from: [.staged], set: "state = 'published'", Event(.published)) },
             extra: sourcesDone.map { SQLStatement("UPDATE sources SET state = 'done' WHERE share_id = ?", [.text($0)]) },
             durable: false
-        ).violations
-        // A consumer may claim (and finish) a share between its rename and this record.
-        return violations.filter { $0.found == nil || $0.found == .rejected }
+        ).violations.filter { $0.found == nil || $0.found == .rejected }
     }
 
     func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?) throws {
@@ -262,9 +257,11 @@ final class LedgerStore: ShareLedger {
 
     func recordUnpublished(_ shareIDs: [String], code: ShareError.Code?) throws -> [PreconditionViolation] {
         try apply(shareIDs.map { id in
-            Change(
-                shareID: id, from: [.staged], set: "state = 'rejected', last_code = ?", values: [SQLValue(code?.rawValue)],
-                events: [Event(event: .rejected, code: code)], forgetSources: true)
+            var change = Change(
+                id, from: [.staged], set: "state = 'rejected', last_code = ?", values: [SQLValue(code?.rawValue)],
+                Event(.rejected, code: code))
+            change.forgetSources = true
+            return change
         }).violations
     }
 
@@ -272,21 +269,16 @@ final class LedgerStore: ShareLedger {
         try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
     }
 
-    // MARK: Consume
-
     func recordClaimed(_ shareIDs: [String]) throws -> (attempts: [String: Int], violations: [PreconditionViolation]) {
         let leaseUntil = lease.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
         // A share renamed into `incoming` is published even while its publisher has not recorded it yet. Not
         // durable: a claim lost in a power cut leaves a published row for a share in `processing` (or back in
         // `incoming`), which recovery moves back without counting an attempt.
-        let result = try apply(
-            shareIDs.map { id in
-                Change(
-                    shareID: id, from: [.published, .staged],
-                    set: "state = 'claimed', claimed_by = ?, lease_until = \(leaseUntil)", values: [.text(owner)],
-                    events: [Event(event: .claimed)])
-            },
-            durable: false)
+        let result = try apply(shareIDs.map { id in
+            Change(
+                id, from: [.published, .staged], set: "state = 'claimed', claimed_by = ?, lease_until = \(leaseUntil)",
+                values: [.text(owner)], Event(.claimed))
+        }, durable: false)
         if !result.attempts.isEmpty { startHeartbeat() }
         return result
     }
@@ -296,70 +288,58 @@ final class LedgerStore: ShareLedger {
     {
         try apply(completions.map { completion in
             Change(
-                shareID: completion.shareID, from: [.claimed], owned: true,
+                completion.shareID, owned: true,
                 set: "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.unclaimed)",
-                events: [
-                    Event(event: .processed, durationMilliseconds: completion.durationMilliseconds),
-                    Event(event: .deleted, rowBytes: true),
-                ])
+                Event(.processed, duration: completion.durationMilliseconds), Event(.deleted, rowBytes: true))
         }).violations
     }
 
     func recordRetry(shareID: String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64) throws
         -> [PreconditionViolation]
     {
-        try change(
+        try apply(Change(
             shareID, owned: true,
             set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.unclaimed)",
             values: [.integer(notBefore), .text(code.rawValue)],
-            Event(event: .failed, code: code, durationMilliseconds: durationMilliseconds), Event(event: .retried))
+            Event(.failed, code: code, duration: durationMilliseconds), Event(.retried)))
     }
 
     func recordQuarantined(shareID: String, code: ShareError.Code, durationMilliseconds: Int64?) throws
         -> [PreconditionViolation]
     {
-        let failed = durationMilliseconds.map { [Event(event: .failed, code: code, durationMilliseconds: $0)] } ?? []
-        return try apply([
-            Change(
-                shareID: shareID, from: [.claimed], owned: true,
-                set: "state = 'quarantined', attempts = attempts + ?, not_before = 0, last_code = ?, \(Self.unclaimed)",
-                values: [.integer(failed.isEmpty ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
-                events: failed + [Event(event: .quarantined, code: .processorFailed)])
-        ]).violations
+        // With no attempt run (nil), none is counted nor a failure written.
+        var change = Change(
+            shareID, owned: true,
+            set: "state = 'quarantined', attempts = attempts + ?, not_before = 0, last_code = ?, \(Self.unclaimed)",
+            values: [.integer(durationMilliseconds == nil ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
+            Event(.quarantined, code: .processorFailed))
+        if let durationMilliseconds { change.events.insert(Event(.failed, code: code, duration: durationMilliseconds), at: 0) }
+        return try apply(change)
     }
 
     func recordReleased(shareID: String) throws -> [PreconditionViolation] {
-        try change(
-            shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(event: .retried, code: .cancelled))
+        try apply(Change(
+            shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(.retried, code: .cancelled)))
     }
 
     func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
-        try change(shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(event: .recovered))
+        try apply(Change(shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
     }
 
     func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
-        try change(
+        try apply(Change(
             shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
-            Event(event: .published))
+            Event(.published)))
     }
 
     func recordPurged(shareID: String) throws -> [PreconditionViolation] {
-        try change(shareID, from: [.quarantined], set: "state = 'purged'", Event(event: .deleted))
+        try apply(Change(shareID, from: [.quarantined], set: "state = 'purged'", Event(.deleted)))
     }
 
     func repair(shareID: String, to state: ShareState) throws {
-        _ = try change(
+        _ = try apply(Change(
             shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
-            Event(event: .repaired, type: state.rawValue))
-    }
-
-    /// One share's change, in a transaction of its own.
-    private func change(
-        _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
-        values: [SQLValue] = [], _ events: Event...
-    ) throws -> [PreconditionViolation] {
-        try apply([Change(shareID: shareID, from: from, owned: owned, set: set, values: values, events: events)])
-            .violations
+            Event(.repaired, type: state.rawValue)))
     }
 
     // MARK: Leases
@@ -415,29 +395,22 @@ final class LedgerStore: ShareLedger {
 /// ends it at once.
 final class LeaseHeartbeat: @unchecked Sendable {
     private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var stopped = false
+    private var stopped = false  // Guarded by `condition`.
 
     init(interval: Double, beat: @escaping @Sendable () -> Void) {
         Thread { [self] in
             System.nameCurrentThread("sp-heartbeat")
-            condition.lock()
-            while !stopped {
-                if !condition.wait(until: Date(timeIntervalSinceNow: interval)) && !stopped {
-                    condition.unlock()
-                    beat()
-                    condition.lock()
-                }
-            }
-            condition.unlock()
+            while condition.withLock({ () -> Bool in
+                let deadline = Date(timeIntervalSinceNow: interval)
+                while !stopped && condition.wait(until: deadline) {}
+                return !stopped
+            }) { beat() }
         }.start()
     }
 
     func stop() {
-        condition.lock()
-        stopped = true
+        condition.withLock { stopped = true }
         condition.signal()
-        condition.unlock()
     }
 }
 
