@@ -121,12 +121,15 @@ import Testing
         }
     }
 
-    @Test func daemonsOpeningOneFreshLedgerTogetherAllOpenIt() async throws {
+    /// SQLite's busy handler as configured, and none at all: then the driver's own retries do all the waiting.
+    @Test(arguments: [Duration.seconds(5), .zero])
+    func daemonsOpeningOneFreshLedgerTogetherAllOpenIt(busyTimeout: Duration) async throws {
         try await withTemporaryDirectory { dir in
             for round in 0..<4 {
                 let path = dir + "/ledger-\(round).sqlite"
                 let errors = await StartGate.run(threads: 12) { index in
-                    let ledger = try LedgerStore(driver: SQLiteDriver(path: path), owner: "daemon-\(index)")
+                    let driver = try SQLiteDriver(path: path, busyTimeout: busyTimeout)
+                    let ledger = try LedgerStore(driver: driver, owner: "daemon-\(index)")
                     try ledger.recordStaged([LedgerConformanceTests.record(inode: UInt64(index))])
                 }
                 #expect(errors.isEmpty, "round \(round): \(errors)")

@@ -26,7 +26,8 @@ final class SQLiteDriver: SQLDriver {
     private let busyDeadline: Duration
 
     /// Opens (creating if needed) the database at `path`; a file that cannot be opened is ERR_CONTAINER_UNAVAILABLE.
-    init(path: String, busyDeadline: Duration = .seconds(30)) throws {
+    /// SQLite's busy handler waits up to `busyTimeout` for a lock before the retries begin.
+    init(path: String, busyDeadline: Duration = .seconds(30), busyTimeout: Duration = .seconds(5)) throws {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
@@ -35,7 +36,7 @@ final class SQLiteDriver: SQLDriver {
             throw ShareError(.containerUnavailable, "ledger could not be opened: \(message)")
         }
         // Before anything else touches the file: wait for other processes' locks rather than fail.
-        sqlite3_busy_timeout(handle, 5000)
+        sqlite3_busy_timeout(handle, Int32(busyTimeout.milliseconds))
         connection = Mutex(Connection(handle: handle))
         self.busyDeadline = busyDeadline
         _ = try withSession { session in
