@@ -13,24 +13,20 @@ extension LedgerStore {
 
     func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
         try stagedSources(
-            where: " AND device = ? AND inode = ?",
-            [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))])
+            where: " AND device = ? AND inode = ?", [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))])
     }
 
     private func stagedSources(where condition: String, _ parameters: [SQLValue]) throws
         -> [(shareID: String, identity: SourceIdentity)]
     {
-        try driver.run(
-            "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'" + condition,
-            parameters
-        ).rows.compactMap { row in
+        let sql = "SELECT share_id, device, inode, size, mtime, sha256 FROM sources WHERE state = 'staged'" + condition
+        return try driver.run(sql, parameters).rows.compactMap { row in
             guard let shareID = row[0].text, let device = row[1].integer, let inode = row[2].integer,
                 let size = row[3].integer, let mtime = row[4].integer, let sha256 = row[5].text
             else { return nil }
-            let identity = SourceIdentity(
+            return (shareID, SourceIdentity(
                 device: UInt64(bitPattern: device), inode: UInt64(bitPattern: inode), size: size,
-                modificationTime: mtime, sha256: sha256)
-            return (shareID, identity)
+                modificationTime: mtime, sha256: sha256))
         }
     }
 
@@ -51,13 +47,9 @@ extension LedgerStore {
     }
 
     func deferredShares(now: Int64) throws -> [String: Int64] {
-        var deferred: [String: Int64] = [:]
-        for row in try driver.run(
-            "SELECT id, not_before FROM shares WHERE state = 'published' AND not_before > ?", [.integer(now)]
-        ).rows {
-            if let id = row[0].text, let notBefore = row[1].integer { deferred[id] = notBefore }
-        }
-        return deferred
+        let rows = try driver.run(
+            "SELECT id, not_before FROM shares WHERE state = 'published' AND not_before > ?", [.integer(now)]).rows
+        return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { first, _ in first }
     }
 
     func attempts(ofShare shareID: String) throws -> Int {
@@ -90,17 +82,12 @@ extension LedgerStore {
 
     func status(now: Int64) throws -> SpoolStatus {
         var status = SpoolStatus()
+        let counts: [String: WritableKeyPath<SpoolStatus, Int>] = [
+            "staged": \.staging, "published": \.incoming, "claimed": \.processing, "quarantined": \.quarantine,
+            "processed": \.processed, "rejected": \.rejected,
+        ]
         for row in try driver.run("SELECT state, COUNT(*) FROM shares GROUP BY state").rows {
-            let count = row[1].int
-            switch row[0].text {
-            case "staged": status.staging = count
-            case "published": status.incoming = count
-            case "claimed": status.processing = count
-            case "quarantined": status.quarantine = count
-            case "processed": status.processed = count
-            case "rejected": status.rejected = count
-            default: break
-            }
+            if let field = row[0].text.flatMap({ counts[$0] }) { status[keyPath: field] = row[1].int }
         }
         let pending = try driver.run(
             "SELECT COALESCE(SUM(bytes), 0), MIN(created_at) FROM shares WHERE state IN ('staged', 'published', 'claimed')"

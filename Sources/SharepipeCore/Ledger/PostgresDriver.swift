@@ -27,28 +27,21 @@ final class PostgresDriver: SQLDriver {
         begin: "BEGIN")
 
     var dialect: SQLDialect { Self.dialect }
-    /// The setting the URL came from, for error messages (`--ledger`).
-    let setting: String
-    /// The URL without its password.
-    let target: String
+    /// The setting the URL came from (`--ledger`), and the URL without its password, for error messages.
+    let setting: String, target: String
     /// Round trips to the server (benchmarks and tests count them).
     let roundTrips = Atomic<Int>(0)
 
     private let url: String
     private let pool = Mutex(Pool())
 
-    /// The idle connections and the reconnect schedule.
+    /// The idle connections, the reconnect schedule, and whether a connection was lost since the last connect.
     private struct Pool {
-        var idle: [Connection] = []
-        var retryAt: UInt64 = 0
-        var backoff = PostgresDriver.firstBackoff
-        var lost = false
-        var reconnections = 0
+        var idle: [Connection] = [], retryAt: UInt64 = 0, backoff = PostgresDriver.firstBackoff
+        var lost = false, reconnections = 0
     }
 
-    private static let firstBackoff: UInt64 = 100_000_000
-    private static let maxBackoff: UInt64 = 5_000_000_000
-    private static let maxIdle = 4
+    private static let (firstBackoff, maxBackoff, maxIdle): (UInt64, UInt64, Int) = (100_000_000, 5_000_000_000, 4)
 
     /// Checks the URL and connects once; a URL libpq cannot parse, or a server that cannot be reached or refuses the
     /// login, is ERR_CONTAINER_UNAVAILABLE naming `setting`.
@@ -183,12 +176,8 @@ final class PostgresDriver: SQLDriver {
         private func send(_ statement: SQLStatement) throws {
             let sql = PostgresDriver.dialect.placeholders(statement.sql)
             let types: [Oid] = statement.parameters.map { $0.integer != nil ? 20 : $0.text != nil ? 25 : 0 }
-            let copies = statement.parameters.map { value -> UnsafeMutablePointer<CChar>? in
-                switch value {
-                case .integer(let number): strdup(String(number))
-                case .text(let text): strdup(text)
-                case .null: nil
-                }
+            let copies = statement.parameters.map { value in
+                (value.integer.map { String($0) } ?? value.text).flatMap { strdup($0) }
             }
             defer { for copy in copies { free(copy) } }
             let values = copies.map { UnsafePointer<CChar>($0) }
@@ -201,7 +190,7 @@ final class PostgresDriver: SQLDriver {
             guard sent == 1 else { throw driver.failure(handle, result: nil) }
         }
 
-        /// Integer columns (int2/4/8, and numeric sums) as integers, booleans as 0 or 1, the rest as text.
+        /// Integer columns (int2/4/8, and numeric sums) as integers, the rest as text.
         private static func read(_ result: OpaquePointer) -> SQLResult {
             let columns = PQnfields(result)
             let types = (0..<columns).map { PQftype(result, $0) }
@@ -209,11 +198,8 @@ final class PostgresDriver: SQLDriver {
                 (0..<columns).map { column -> SQLValue in
                     guard PQgetisnull(result, row, column) == 0 else { return .null }
                     let text = String(cString: PQgetvalue(result, row, column))
-                    switch types[Int(column)] {
-                    case 20, 21, 23, 1700: return Int64(text).map { .integer($0) } ?? .text(text)
-                    case 16: return .integer(text == "t" ? 1 : 0)
-                    default: return .text(text)
-                    }
+                    let integral = [20, 21, 23, 1700].contains(types[Int(column)])
+                    return integral ? Int64(text).map { .integer($0) } ?? .text(text) : .text(text)
                 }
             }
             return SQLResult(rows: rows, changed: Int(String(cString: PQcmdTuples(result))) ?? 0)
