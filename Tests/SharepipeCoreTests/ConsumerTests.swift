@@ -81,9 +81,8 @@ func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bo
 extension LedgerStore {
     /// Events of one kind recorded for a share, with their codes.
     func events(_ event: LedgerEvent, shareID: String) throws -> [String?] {
-        try driver.run(
-            "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq", [.text(shareID), .text(event.rawValue)]
-        ).rows.map { $0[0].text }
+        let sql = "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq"
+        return try driver.run(sql, [.text(shareID), .text(event.rawValue)]).rows.map { $0[0].text }
     }
 }
 

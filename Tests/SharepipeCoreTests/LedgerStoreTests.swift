@@ -60,7 +60,10 @@ import Testing
                     INSERT INTO shares (id, created_at, state, attachments, bytes, updated_at)
                     VALUES ('old-published', 1, 'published', 1, 5, 1)
                     """,
-                    "INSERT INTO shares (id, created_at, state, attempts, bytes, updated_at) VALUES ('old-claim', 1, 'claimed', 1, 10, 1)",
+                    """
+                    INSERT INTO shares (id, created_at, state, attempts, bytes, updated_at)
+                    VALUES ('old-claim', 1, 'claimed', 1, 10, 1)
+                    """,
                     "INSERT INTO events (at, share_id, event) VALUES (1, 'old-claim', 'claimed')",
                     """
                     INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state)
@@ -135,7 +138,8 @@ import Testing
                 #expect(errors.isEmpty, "round \(round): \(errors)")
                 let ledger = try LedgerStore(driver: SQLiteDriver(path: path))
                 #expect(try ledger.pending().shares == 12)
-                #expect(try LedgerStore.schemaVersion(ledger.driver) == LedgerStore.migrations(SQLiteDriver.dialect).count)
+                let latest = LedgerStore.migrations(SQLiteDriver.dialect).count
+                #expect(try LedgerStore.schemaVersion(ledger.driver) == latest)
             }
         }
     }

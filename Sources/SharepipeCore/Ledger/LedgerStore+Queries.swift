@@ -6,14 +6,16 @@ extension LedgerStore {
     static let stages: [String: Spool.Stage] = [
         "staged": .staging, "published": .incoming, "claimed": .processing, "quarantined": .quarantine,
     ]
+    /// The states of a share on its way: pending work and bytes.
+    static let pendingStates = "('staged', 'published', 'claimed')"
 
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)] {
         try stagedSources(where: "", [])
     }
 
     func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
-        try stagedSources(
-            where: " AND device = ? AND inode = ?", [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))])
+        let file: [SQLValue] = [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))]
+        return try stagedSources(where: " AND device = ? AND inode = ?", file)
     }
 
     private func stagedSources(where condition: String, _ parameters: [SQLValue]) throws
@@ -41,7 +43,7 @@ extension LedgerStore {
 
     func pending() throws -> (shares: Int, bytes: Int64) {
         let row = try driver.run(
-            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM shares WHERE state IN ('staged', 'published', 'claimed')"
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM shares WHERE state IN \(Self.pendingStates)"
         ).rows.first
         return (row?[0].int ?? 0, row?[1].integer ?? 0)
     }
@@ -49,7 +51,7 @@ extension LedgerStore {
     func deferredShares(now: Int64) throws -> [String: Int64] {
         let rows = try driver.run(
             "SELECT id, not_before FROM shares WHERE state = 'published' AND not_before > ?", [.integer(now)]).rows
-        return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { first, _ in first }
+        return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
     func attempts(ofShare shareID: String) throws -> Int {
@@ -74,7 +76,7 @@ extension LedgerStore {
                     "DELETE FROM shares WHERE state IN ('processed', 'rejected', 'purged') AND updated_at < ?",
                     [.integer(cutoff)]),
                 SQLStatement(
-                    "DELETE FROM sources WHERE state = 'done' AND NOT EXISTS (SELECT 1 FROM shares WHERE id = share_id)"),
+                    "DELETE FROM sources WHERE state = 'done' AND share_id NOT IN (SELECT id FROM shares)"),
             ],
             durable: true
         )[0].changed
@@ -90,7 +92,7 @@ extension LedgerStore {
             if let field = row[0].text.flatMap({ counts[$0] }) { status[keyPath: field] = row[1].int }
         }
         let pending = try driver.run(
-            "SELECT COALESCE(SUM(bytes), 0), MIN(created_at) FROM shares WHERE state IN ('staged', 'published', 'claimed')"
+            "SELECT COALESCE(SUM(bytes), 0), MIN(created_at) FROM shares WHERE state IN \(Self.pendingStates)"
         ).rows.first
         status.pendingBytes = pending?[0].integer ?? 0
         status.oldestPendingCreatedAt = pending?[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }
@@ -98,7 +100,8 @@ extension LedgerStore {
             "SELECT code, COUNT(*) FROM events WHERE event = 'failed' AND code IS NOT NULL AND at >= ? GROUP BY code",
             [.integer(now - 86_400_000)]
         ).rows {
-            if let code = row[0].text.flatMap(ShareError.Code.init(rawValue:)) { status.recentFailures[code] = row[1].int }
+            guard let code = row[0].text.flatMap(ShareError.Code.init(rawValue:)) else { continue }
+            status.recentFailures[code] = row[1].int
         }
         return status
     }
@@ -124,7 +127,8 @@ extension LedgerStore {
     func metricEvents(after sequence: Int64, limit: Int) throws -> [MetricEvent] {
         try driver.run(
             """
-            SELECT e.seq, e.event, e.code, e.at - (SELECT MAX(s.mtime) / 1000000 FROM sources s WHERE s.share_id = e.share_id)
+            SELECT e.seq, e.event, e.code,
+                e.at - (SELECT MAX(s.mtime) / 1000000 FROM sources s WHERE s.share_id = e.share_id)
             FROM events e WHERE e.seq > ? AND e.event IN ('processed', 'failed', 'quarantined')
                 AND NOT (e.event = 'failed' AND e.attachment IS NOT NULL)
             ORDER BY e.seq LIMIT ?
@@ -144,7 +148,7 @@ extension LedgerStore {
 
     func shareRecord(_ shareID: String) throws -> ShareRecord? {
         try driver.run(
-            "SELECT id, state, source_app, created_at, attachments, bytes, attempts, last_code FROM shares WHERE id = ?",
+            "SELECT id, state, source_app, created_at, attachments, bytes, attempts, last_code FROM shares WHERE id=?",
             [.text(shareID)]
         ).rows.first.flatMap { row in
             guard let id = row[0].text, let state = row[1].text else { return nil }

@@ -56,7 +56,8 @@ final class LedgerStore: ShareLedger {
                 """,
                 """
                 CREATE TABLE events (seq \(dialect.serialKey), at \(bigint) NOT NULL, share_id TEXT NOT NULL,
-                    event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes \(bigint), code TEXT, duration_ms \(bigint))
+                    event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes \(bigint), code TEXT,
+                    duration_ms \(bigint))
                 """,
                 """
                 CREATE TABLE sources (share_id TEXT NOT NULL, device \(bigint) NOT NULL, inode \(bigint) NOT NULL,
@@ -86,8 +87,8 @@ final class LedgerStore: ShareLedger {
             _ = try session.run(dialect.migrationPrelude.map { SQLStatement($0) })
             let found = try session.run([SQLStatement(dialect.schemaVersion)])[0].scalar.int
             guard found <= steps.count else {
-                throw ShareError(
-                    .containerUnavailable, "ledger schema version \(found) is newer than this sharepipe's \(steps.count)")
+                let newer = "ledger schema version \(found) is newer than this sharepipe's \(steps.count)"
+                throw ShareError(.containerUnavailable, newer)
             }
             guard found < target else { return }
             let statements = steps[found..<target].joined().map { SQLStatement($0) }
@@ -113,7 +114,10 @@ final class LedgerStore: ShareLedger {
         init(
             _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
             values: [SQLValue] = [], _ events: Event...
-        ) { (self.shareID, self.from, self.owned, self.set, self.values, self.events) = (shareID, from, owned, set, values, events) }
+        ) {
+            (self.shareID, self.from, self.owned, self.set, self.values, self.events) =
+                (shareID, from, owned, set, values, events)
+        }
     }
 
     /// An event written by a change; its bytes are the share row's when `rowBytes`.
@@ -228,7 +232,7 @@ final class LedgerStore: ShareLedger {
         _ = try driver.execute(shares.flatMap { share in
             Self.inserts(share.manifest, state: .staged, code: nil, at: now) + share.sources.map { source in
                 SQLStatement(
-                    "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
                     [.text(share.manifest.shareId), .integer(Int64(bitPattern: source.device)),
                      .integer(Int64(bitPattern: source.inode)), .integer(source.size),
                      .integer(source.modificationTime), .text(source.sha256), "staged"])
@@ -242,7 +246,7 @@ final class LedgerStore: ShareLedger {
         // record: a share found past staged is no violation.
         try apply(
             shareIDs.map { Change($0, from: [.staged], set: "state = 'published'", Event(.published)) },
-            extra: sourcesDone.map { SQLStatement("UPDATE sources SET state = 'done' WHERE share_id = ?", [.text($0)]) },
+            extra: sourcesDone.map { SQLStatement("UPDATE sources SET state = 'done' WHERE share_id=?", [.text($0)]) },
             durable: false
         ).violations.filter { $0.found == nil || $0.found == .rejected }
     }
@@ -286,10 +290,10 @@ final class LedgerStore: ShareLedger {
     func recordProcessed(_ completions: [(shareID: String, durationMilliseconds: Int64)]) throws
         -> [PreconditionViolation]
     {
-        try apply(completions.map { completion in
+        let set = "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.unclaimed)"
+        return try apply(completions.map { completion in
             Change(
-                completion.shareID, owned: true,
-                set: "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.unclaimed)",
+                completion.shareID, owned: true, set: set,
                 Event(.processed, duration: completion.durationMilliseconds), Event(.deleted, rowBytes: true))
         }).violations
     }
@@ -313,7 +317,9 @@ final class LedgerStore: ShareLedger {
             set: "state = 'quarantined', attempts = attempts + ?, not_before = 0, last_code = ?, \(Self.unclaimed)",
             values: [.integer(durationMilliseconds == nil ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
             Event(.quarantined, code: .processorFailed))
-        if let durationMilliseconds { change.events.insert(Event(.failed, code: code, duration: durationMilliseconds), at: 0) }
+        if let duration = durationMilliseconds {
+            change.events.insert(Event(.failed, code: code, duration: duration), at: 0)
+        }
         return try apply(change)
     }
 
@@ -323,7 +329,8 @@ final class LedgerStore: ShareLedger {
     }
 
     func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
-        try apply(Change(shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
+        try apply(Change(
+            shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
     }
 
     func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
