@@ -113,6 +113,7 @@ extension SQLDriver {
 
 /// One connection, held by one caller.
 protocol SQLSession {
-    /// Runs the statements in order (autocommitted unless in a transaction) and returns their results.
+    /// Runs the statements in order and returns their results (PostgreSQL: one pipeline, all or none; SQLite: each
+    /// autocommitted unless in a transaction).
     func run(_ statements: [SQLStatement]) throws -> [SQLResult]
 }
