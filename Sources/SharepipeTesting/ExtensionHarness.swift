@@ -1,0 +1,254 @@
+import Foundation
+import SharepipeCore
+import SharepipeExtensionKit
+import Synchronization
+
+/// What a share extension's code did with one attachment, as its test reports it to the ``ExtensionHarness``.
+///
+/// The extension's own code keeps its own report (whatever an iOS extension shows the user or writes for its host
+/// app); the test maps each entry to one outcome. Every attachment needs exactly one.
+public struct ExtensionOutcome: Sendable {
+    /// The three answers an attachment may get.
+    public enum Result: Sendable {
+        /// Copied into the app group's container, at this file.
+        case accepted(URL)
+        /// Not taken, for a reason the user can be told (unsupported type, too large …).
+        case refused(reason: String)
+        /// Taking it failed (the provider's error, a timeout, a failed copy …).
+        case failed(any Error)
+    }
+
+    /// The attachment, as the extension found it in `NSExtensionItem.attachments`.
+    public var attachment: NSItemProvider
+    /// What became of it.
+    public var result: Result
+
+    /// An outcome for an attachment.
+    public init(_ attachment: NSItemProvider, _ result: Result) {
+        self.attachment = attachment
+        self.result = result
+    }
+
+    /// The attachment was copied to `file`.
+    public static func accepted(_ attachment: NSItemProvider, file: URL) -> ExtensionOutcome {
+        ExtensionOutcome(attachment, .accepted(file))
+    }
+
+    /// The attachment was not taken, for `reason`.
+    public static func refused(_ attachment: NSItemProvider, reason: String) -> ExtensionOutcome {
+        ExtensionOutcome(attachment, .refused(reason: reason))
+    }
+
+    /// Taking the attachment failed with `error`.
+    public static func failed(_ attachment: NSItemProvider, error: any Error) -> ExtensionOutcome {
+        ExtensionOutcome(attachment, .failed(error))
+    }
+}
+
+/// What one run of a share extension's code did, and every check it failed.
+public struct ExtensionRun: Sendable {
+    /// The checks the harness makes; each failure names one.
+    public enum Check: String, Sendable, CaseIterable, CustomStringConvertible {
+        /// The extension's code returned within the deadline.
+        case finished
+        /// `completeRequest(returningItems:)` or `cancelRequest(withError:)` was called exactly once.
+        case completeRequestOnce
+        /// Every attachment got exactly one outcome, and every refusal a reason: nothing silently dropped.
+        case everyAttachmentAnswered
+        /// The representation loaded is one that conforms to the accepted types, looked for across all of them.
+        case firstConformingType
+        /// The temporary file was copied inside the completion handler, not used after it returned.
+        case copiedInsideHandler
+        /// Every accepted copy is a readable regular file holding the bytes of one of its representations.
+        case copiesReadable
+        /// No two accepted attachments were stored under the same name.
+        case distinctNames
+        /// Copies live in the app group's container, and nothing else was left there or in another container.
+        case insideContainer
+        /// Every temporary file is gone once its completion handler returned.
+        case temporaryFilesGone
+
+        public var description: String { rawValue }
+    }
+
+    /// One failed check.
+    public struct Failure: Sendable, CustomStringConvertible {
+        /// The check that failed.
+        public var check: Check
+        /// What was expected and what was found.
+        public var message: String
+
+        public var description: String { "\(check): \(message)" }
+    }
+
+    /// Every failed check, in check order.
+    public var failures: [Failure]
+    /// The outcomes the code reported (empty when it did not return).
+    public var outcomes: [ExtensionOutcome]
+    /// The app group's container the run used.
+    public var containerURL: URL
+    /// How many times the request was ended (`completeRequest` or `cancelRequest`).
+    public var requestEndings: Int
+
+    /// Whether every check passed.
+    public var passed: Bool { failures.isEmpty }
+
+    /// The failures of one check.
+    public func failures(_ check: Check) -> [Failure] { failures.filter { $0.check == check } }
+
+    /// Throws a ``HarnessFailure`` listing every failed check, one per line.
+    public func expectPassed() throws {
+        guard !failures.isEmpty else { return }
+        throw HarnessFailure(failures.map(\.description).joined(separator: "\n"))
+    }
+}
+
+/// Runs a share extension's own code — written against Apple's `NSExtensionContext`, `NSItemProvider`, `UTType` and
+/// `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)` — against scenario items, and checks what a
+/// release needs (see ``ExtensionRun/Check``).
+///
+/// Each run gets a fresh container for the group (the group identifier the code asks for is redirected to it; other
+/// groups keep following `SHAREPIPE_APP_GROUP_CONTAINERS`) and a fresh directory for the providers' temporary files.
+/// Runs for one group identifier take turns within the process. Everything lives under ``directory``, removed when
+/// the harness is released.
+public final class ExtensionHarness: Sendable {
+    /// The app group the extension's code uses.
+    public let groupIdentifier: String
+    /// The types the extension takes: an attachment with a representation conforming to one of them must not be
+    /// refused without being loaded.
+    public let accepting: [UTType]
+    /// How long the code, its loads and its completion handlers may take.
+    public let deadline: Duration
+    /// How long the request may take to end after the code returned.
+    public let grace: Duration
+    /// The harness's directory: one subdirectory per run.
+    public let directory: URL
+
+    private let runs = Mutex(0)
+
+    /// A harness for an extension of `groupIdentifier` that takes the `accepting` types.
+    public init(
+        groupIdentifier: String, accepting: [UTType] = [.item], deadline: Duration = .seconds(10),
+        grace: Duration = .seconds(1)
+    ) throws {
+        self.groupIdentifier = groupIdentifier
+        self.accepting = accepting
+        self.deadline = deadline
+        self.grace = grace
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("sharepipe-extension-harness-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs the code against a scenario file (see `Scenario.load(path:)`).
+    public func run(
+        scenarioFile path: String, _ code: @escaping @Sendable (NSExtensionContext) async -> [ExtensionOutcome]
+    ) async throws -> ExtensionRun {
+        await run(try Scenario.load(path: path), code)
+    }
+
+    /// Runs `code` with a context whose input items are the scenario's (``Scenario/makeExtensionItems()``), waits
+    /// until it returned, the request ended and every started load's completion handler returned (or the deadline
+    /// passed), and checks the result.
+    public func run(
+        _ scenario: Scenario, _ code: @escaping @Sendable (NSExtensionContext) async -> [ExtensionOutcome]
+    ) async -> ExtensionRun {
+        await GroupTurns.shared.enter(groupIdentifier)
+        let result = await runInTurn(scenario, code)
+        await GroupTurns.shared.leave(groupIdentifier)
+        return result
+    }
+
+    private func runInTurn(
+        _ scenario: Scenario, _ code: @escaping @Sendable (NSExtensionContext) async -> [ExtensionOutcome]
+    ) async -> ExtensionRun {
+        let number = runs.withLock { count in
+            count += 1
+            return count
+        }
+        let root = directory.appendingPathComponent("run-\(number)", isDirectory: true)
+        let containers = root.appendingPathComponent("containers", isDirectory: true)
+        let temporary = root.appendingPathComponent("tmp", isDirectory: true)
+        let container = containers.appendingPathComponent(groupIdentifier, isDirectory: true)
+        try? FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        AppGroupContainers.redirections.withLock { $0[groupIdentifier] = containers }
+        defer { _ = AppGroupContainers.redirections.withLock { $0.removeValue(forKey: groupIdentifier) } }
+
+        let items = scenario.makeExtensionItems()
+        let providers = items.flatMap { $0.attachments ?? [] }
+        for provider in providers { provider.temporaryDirectory = temporary }
+        let context = NSExtensionContext(inputItems: items)
+
+        let reported = Mutex<[ExtensionOutcome]?>(nil)
+        let ended = Mutex<ContinuousClock.Instant?>(nil)
+        context.whenEnded { ended.withLock { $0 = .now } }
+        Task {
+            let outcomes = await code(context)
+            reported.withLock { $0 = outcomes }
+        }
+        let clock = ContinuousClock()
+        let limit = clock.now + deadline
+        var returnedAt: ContinuousClock.Instant?
+        await Self.wait(until: limit) {
+            if returnedAt == nil, reported.withLock({ $0 != nil }) { returnedAt = clock.now }
+            guard let returnedAt else { return false }
+            let requestSettled = ended.withLock { $0 != nil } || clock.now >= returnedAt + self.grace
+            return requestSettled && Self.handlersSettled(providers)
+        }
+        if returnedAt != nil {
+            // The code returned; its handlers get until the deadline to return (and their files to go).
+            await Self.wait(until: limit) { Self.handlersSettled(providers) }
+        }
+
+        let checks = ExtensionChecks(
+            scenario: scenario, providers: providers, outcomes: reported.withLock { $0 },
+            endings: context.endings, accepting: accepting, deadline: deadline,
+            container: container, containers: containers, temporary: temporary)
+        return ExtensionRun(
+            failures: checks.run(), outcomes: reported.withLock { $0 } ?? [], containerURL: container,
+            requestEndings: context.endings.count)
+    }
+
+    /// Whether every load that ended has had its completion handler return.
+    private static func handlersSettled(_ providers: [NSItemProvider]) -> Bool {
+        providers.allSatisfy { provider in provider.loadRecords.allSatisfy { $0.result == nil || $0.handlerReturned } }
+    }
+
+    /// Polls `condition` every 2 ms until it holds or `limit` passes.
+    private static func wait(until limit: ContinuousClock.Instant, _ condition: () -> Bool) async {
+        while !condition() && ContinuousClock.now < limit {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
+
+/// Lets runs for one app group identifier take turns within the process, since the group's container is redirected
+/// per run.
+private actor GroupTurns {
+    static let shared = GroupTurns()
+
+    private var busy: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    func enter(_ group: String) async {
+        guard busy.contains(group) else {
+            busy.insert(group)
+            return
+        }
+        await withCheckedContinuation { waiting[group, default: []].append($0) }
+    }
+
+    func leave(_ group: String) {
+        if var queue = waiting[group], !queue.isEmpty {
+            let next = queue.removeFirst()
+            waiting[group] = queue
+            next.resume()
+        } else {
+            busy.remove(group)
+        }
+    }
+}
