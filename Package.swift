@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
         .testTarget(
             name: "SharepipeExtensionKitTests",
-            dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore"]
+            dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe"]
         ),
         // --- end issue 20 ---
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeTesting"]),
