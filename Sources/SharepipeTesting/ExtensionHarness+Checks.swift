@@ -166,7 +166,7 @@ struct ExtensionChecks {
                     check: .copiedInsideHandler,
                     message: "\(label(index)): expected the copy to be made inside loadFileRepresentation's "
                         + "completion handler; found it failed on the temporary file \(path), deleted when the handler "
-                        + "returned — URL kept past the handler (\(error))"))
+                        + "returned — URL kept past the handler (\((error as NSError).localizedDescription))"))
             case .accepted(let file):
                 guard isTemporary(file.path) else { continue }
                 failures.append(Failure(

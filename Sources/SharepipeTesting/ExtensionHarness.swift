@@ -213,6 +213,18 @@ public final class ExtensionHarness: Sendable {
             requestEndings: context.endings.count)
     }
 
+    /// Waits (at most the deadline) until every load started on the context's attachments has called back and its
+    /// completion handler returned — as when the user reads the share sheet before tapping Post. Code that kept a
+    /// temporary URL then finds it gone, as it would on a device.
+    public func waitForLoads(in context: NSExtensionContext) async {
+        let providers = (context.inputItems as? [NSExtensionItem] ?? []).flatMap { $0.attachments ?? [] }
+        await Self.wait(until: ContinuousClock.now + deadline) {
+            providers.allSatisfy { provider in
+                provider.loadRecords.allSatisfy { $0.result != nil && $0.handlerReturned }
+            }
+        }
+    }
+
     /// Whether every load that ended has had its completion handler return.
     private static func handlersSettled(_ providers: [NSItemProvider]) -> Bool {
         providers.allSatisfy { provider in provider.loadRecords.allSatisfy { $0.result == nil || $0.handlerReturned } }
