@@ -63,7 +63,7 @@ public struct ExtensionRun: Sendable {
         case copiesReadable
         /// No two accepted attachments were stored under the same name.
         case distinctNames
-        /// Copies live in the app group's container, and nothing else was left there or in another container.
+        /// Copies live in the app group's container, and nothing else was left there.
         case insideContainer
         /// Every temporary file is gone once its completion handler returned.
         case temporaryFilesGone
@@ -207,7 +207,7 @@ public final class ExtensionHarness: Sendable {
         let checks = ExtensionChecks(
             scenario: scenario, providers: providers, outcomes: reported.withLock { $0 },
             endings: context.endings, accepting: accepting, deadline: deadline,
-            container: container, containers: containers, temporary: temporary)
+            container: container, temporary: temporary)
         return ExtensionRun(
             failures: checks.run(), outcomes: reported.withLock { $0 } ?? [], containerURL: container,
             requestEndings: context.endings.count)
