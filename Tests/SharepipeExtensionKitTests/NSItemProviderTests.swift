@@ -268,3 +268,31 @@ struct NSItemProviderTests {
         #expect(error?.code == NSItemProvider.ErrorCode.itemUnavailableError.rawValue)
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct NSItemProviderContentTypeTests {
+    @Test func theUTTypeVariantsRegisterAndLoadAsTheStringOnesDo() async throws {
+        let provider = NSItemProvider()
+        provider.registerFileRepresentation(for: .heic) { completion in
+            completion(fixture("files/photo.heic"), false, nil)
+            return nil
+        }
+        provider.registerDataRepresentation(for: .jpeg) { completion in
+            completion(FileManager.default.contents(atPath: fixture("files/photo.jpg").path), nil)
+            return nil
+        }
+        #expect(provider.registeredContentTypes == [.heic, .jpeg])
+        #expect(provider.registeredContentTypes(conformingTo: .image) == [.heic, .jpeg])
+        #expect(provider.registeredContentTypesForOpenInPlace.isEmpty)
+        let seen: [String] = try await completion { done in
+            provider.loadFileRepresentation(for: .jpeg) { url, inPlace, _ in
+                done([url?.lastPathComponent ?? "none", "\(inPlace)"])
+            }
+        }
+        #expect(seen == ["item.jpeg", "false"])
+        let bytes: Data? = try await completion { done in
+            provider.loadDataRepresentation(for: .heic) { data, _ in done(data) }
+        }
+        #expect(bytes == FileManager.default.contents(atPath: fixture("files/photo.heic").path))
+    }
+}
