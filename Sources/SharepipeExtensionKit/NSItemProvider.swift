@@ -275,8 +275,9 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
                     return
                 }
                 do {
-                    once.finish(wantsFile ? .file(try Self.temporaryFile(data, named: name, in: directory)) : .data(data),
-                                nil)
+                    let payload = wantsFile ? Payload.file(try Self.temporaryFile(data, named: name, in: directory))
+                        : .data(data)
+                    once.finish(payload, nil)
                 } catch {
                     once.finish(nil, error)
                 }
@@ -459,7 +460,9 @@ private final class LoadCompletion: Sendable {
             return !done
         }
         guard first else {
-            if case .file(let url)? = payload { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+            if case .file(let url)? = payload {
+                try? FileManager.default.removeItem(at: url.deletingLastPathComponent())
+            }
             return
         }
         let temporaryURL: URL?

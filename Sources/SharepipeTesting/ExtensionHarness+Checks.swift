@@ -66,7 +66,7 @@ struct ExtensionChecks {
             }
         }
         let hint = silent.isEmpty
-            ? "" : "; " + silent.joined(separator: "; ") + " — a provider may stay silent, so every load needs a timeout"
+            ? "" : "; " + silent.joined(separator: "; ") + " — a provider may stay silent: every load needs a timeout"
         return [Failure(
             check: .finished,
             message: "expected the extension's code to return within \(deadline); found it still running\(hint)")]
@@ -138,7 +138,8 @@ struct ExtensionChecks {
                             + "\(acceptedList) — first type only: look for the first registered type that conforms, "
                             + "not at registeredTypeIdentifiers.first (\(types.first ?? "none"))"))
                 case .accepted:
-                    guard let wrong = delivered.first(where: { !isAccepted($0) }), !delivered.contains(where: isAccepted)
+                    guard let wrong = delivered.first(where: { !isAccepted($0) }),
+                        !delivered.contains(where: isAccepted)
                     else { continue }
                     let hint = conforming.first.map { "; \($0) does" } ?? "; none of its types does"
                     failures.append(Failure(
@@ -252,9 +253,9 @@ struct ExtensionChecks {
             for record in providers[index].loadRecords where record.result != nil && !record.handlerReturned {
                 failures.append(Failure(
                     check: .temporaryFilesGone,
-                    message: "\(label(index)): expected the completion handler of the \(record.method.rawValue) load of "
-                        + "\(record.registeredType ?? record.requestedType) to return within \(deadline); found it "
-                        + "still running"))
+                    message: "\(label(index)): expected the completion handler of the \(record.method.rawValue) "
+                        + "load of \(record.registeredType ?? record.requestedType) to return within \(deadline); "
+                        + "found it still running"))
             }
         }
         let left = Self.files(under: temporary)

@@ -28,7 +28,9 @@ extension Scenario {
             switch representation.kind {
             case .file:
                 provider.registerFileRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
-                    script.loadFileRepresentation(forTypeIdentifier: type) { url, error in completion(url, false, error) }
+                    script.loadFileRepresentation(forTypeIdentifier: type) { url, error in
+                        completion(url, false, error)
+                    }
                     return nil
                 }
             case .data:

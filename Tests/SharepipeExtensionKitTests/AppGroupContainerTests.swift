@@ -16,8 +16,12 @@ struct AppGroupContainerTests {
     }
 
     @Test func containerIsNilWhenTheVariableIsUnsetOrEmpty() {
-        #expect(withContainers(nil) { FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.kit.a") } == nil)
-        #expect(withContainers("") { FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.kit.a") } == nil)
+        for value in [nil, ""] {
+            let container = withContainers(value) {
+                FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.kit.a")
+            }
+            #expect(container == nil, "\(value.debugDescription)")
+        }
     }
 
     @Test func containerIsCreatedOnFirstUseUnderTheVariable() throws {
@@ -28,13 +32,15 @@ struct AppGroupContainerTests {
         })
         #expect(container.standardizedFileURL.path == root.appendingPathComponent("group.kit.b").path)
         var isDirectory: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: container.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(FileManager.default.fileExists(atPath: container.path, isDirectory: &isDirectory))
+        #expect(isDirectory.boolValue)
         try Data("kept".utf8).write(to: container.appendingPathComponent("note"))
         let again = withContainers(root.path) {
             FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: "group.kit.b")
         }
         #expect(again == container)
-        #expect(FileManager.default.contents(atPath: container.appendingPathComponent("note").path) == Data("kept".utf8))
+        let note = container.appendingPathComponent("note").path
+        #expect(FileManager.default.contents(atPath: note) == Data("kept".utf8))
     }
 
     @Test func groupIdentifiersThatAreNotOneNameGetNoContainer() throws {

@@ -75,9 +75,8 @@ struct NSItemProviderTests {
     @Test func dataRepresentationDeliversTheBytesAndFilesAreReadWhole() async throws {
         let bytes = Data("https://example.com/a".utf8)
         let fromData: Data? = try await completion { done in
-            dataProvider("public.plain-text", bytes).loadDataRepresentation(forTypeIdentifier: "public.text") { data, _ in
-                done(data)
-            }
+            let provider = dataProvider("public.plain-text", bytes)
+            provider.loadDataRepresentation(forTypeIdentifier: "public.text") { data, _ in done(data) }
         }
         #expect(fromData == bytes)
 
@@ -153,7 +152,8 @@ struct NSItemProviderTests {
         let jpeg = try #require(NSItemProvider(contentsOf: fixture("files/photo.jpg")))
         #expect(jpeg.registeredTypeIdentifiers == ["public.jpeg"])
         #expect(jpeg.suggestedName == "photo.jpg")
-        #expect(NSItemProvider(contentsOf: fixture("files/document.pdf"))?.registeredTypeIdentifiers == ["com.adobe.pdf"])
+        let pdf = NSItemProvider(contentsOf: fixture("files/document.pdf"))
+        #expect(pdf?.registeredTypeIdentifiers == ["com.adobe.pdf"])
         #expect(NSItemProvider(contentsOf: fixture("files/notes.txt.gz"))?.registeredTypeIdentifiers
             == ["org.gnu.gnu-zip-archive"])
 
@@ -206,7 +206,8 @@ struct NSItemProviderTests {
 
     @Test func registrationOrderIsFidelityOrder() async throws {
         let provider = NSItemProvider()
-        for (type, file) in [("public.heic", "photo.heic"), ("public.jpeg", "photo.jpg"), ("public.heic", "image.png")] {
+        let registrations = [("public.heic", "photo.heic"), ("public.jpeg", "photo.jpg"), ("public.heic", "image.png")]
+        for (type, file) in registrations {
             provider.registerFileRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
                 completion(fixture("files/" + file), false, nil)
                 return nil

@@ -89,7 +89,9 @@ public struct KeptURLIngest: Sendable {
     public func post(_ loaded: Loaded, context: NSExtensionContext) -> IngestReport {
         let inbox = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: groupIdentifier)!
         let entries = zip(loaded.attachments, loaded.results).map { attachment, result -> IngestEntry in
-            guard case .saved(let temporary) = result else { return IngestEntry(attachment: attachment, result: result) }
+            guard case .saved(let temporary) = result else {
+                return IngestEntry(attachment: attachment, result: result)
+            }
             let destination = inbox.appendingPathComponent(UUID().uuidString + "." + temporary.pathExtension)
             do {
                 try FileManager.default.copyItem(at: temporary, to: destination)
@@ -167,7 +169,8 @@ public struct DroppingIngest: Sendable {
             attachment.loadFileRepresentation(forTypeIdentifier: type) { url, error in
                 defer { group.leave() }
                 guard let url else {
-                    return entries.append(IngestEntry(attachment: attachment, result: .failed(error ?? CocoaError(.fileReadUnknown))))
+                    let failure = error ?? CocoaError(.fileReadUnknown)
+                    return entries.append(IngestEntry(attachment: attachment, result: .failed(failure)))
                 }
                 let destination = inbox.appendingPathComponent(UUID().uuidString + "." + url.pathExtension)
                 do {

@@ -46,8 +46,9 @@ public enum IngestError: Error, Sendable {
 
 /// A share extension's ingest: for every attachment of every input item, pick the first registered type that
 /// conforms to an accepted type (trying the next conforming one when a load fails), copy the file inside
-/// `loadFileRepresentation`'s completion handler into the app group's container under a UUID name, refuse files over
-/// the size limit, and answer every attachment — saved, skipped with a reason, or failed — before ending the request.
+/// `loadFileRepresentation`'s completion handler into the app group's container under a UUID name, refuse files
+/// over the size limit, and answer every attachment — saved, skipped with a reason, or failed — before ending the
+/// request.
 public struct ShareIngest: Sendable {
     /// The app group shared with the host app.
     public var groupIdentifier: String
