@@ -47,7 +47,7 @@ struct ShareIngestTests {
     @Test(arguments: scenarios)
     func passesTheHarnessOnEveryScenario(name: String) async throws {
         let harness = try ExtensionHarness(groupIdentifier: group, accepting: [.image])
-        let ingest = ShareIngest(groupIdentifier: group, loadTimeout: 0.3)
+        let ingest = ShareIngest(groupIdentifier: group, loadTimeout: 1)
         let run = try await run(harness, name, ingest.ingest)
         try run.expectPassed()
     }
@@ -67,7 +67,7 @@ struct ShareIngestTests {
 
     @Test func reportsPartialFailureAndATimeoutForASilentProvider() async throws {
         let harness = try ExtensionHarness(groupIdentifier: group, accepting: [.image])
-        let ingest = ShareIngest(groupIdentifier: group, loadTimeout: 0.3)
+        let ingest = ShareIngest(groupIdentifier: group, loadTimeout: 1)
         let run = try await run(harness, "never-calls-back", ingest.ingest)
         try run.expectPassed()
         #expect(run.requestEndings == 1)
