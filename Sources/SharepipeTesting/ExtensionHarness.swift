@@ -117,7 +117,7 @@ public final class ExtensionHarness: Sendable {
     /// The types the extension takes: an attachment with a representation conforming to one of them must not be
     /// refused without being loaded.
     public let accepting: [UTType]
-    /// How long the code, its loads and its completion handlers may take.
+    /// How long the code may run (from when it starts), and its completion handlers take once it returned.
     public let deadline: Duration
     /// How long the request may take to end after the code returned.
     public let grace: Duration
@@ -128,7 +128,7 @@ public final class ExtensionHarness: Sendable {
 
     /// A harness for an extension of `groupIdentifier` that takes the `accepting` types.
     public init(
-        groupIdentifier: String, accepting: [UTType] = [.item], deadline: Duration = .seconds(10),
+        groupIdentifier: String, accepting: [UTType] = [.item], deadline: Duration = .seconds(30),
         grace: Duration = .seconds(1)
     ) throws {
         self.groupIdentifier = groupIdentifier
@@ -152,8 +152,9 @@ public final class ExtensionHarness: Sendable {
     }
 
     /// Runs `code` with a context whose input items are the scenario's (``Scenario/makeExtensionItems()``), waits
-    /// until it returned, the request ended and every started load's completion handler returned (or the deadline
-    /// passed), and checks the result.
+    /// until it returned (at most the deadline from its start), the request ended (at most `grace` after the return)
+    /// and every started load's completion handler returned (at most the deadline after the return), and checks the
+    /// result.
     public func run(
         _ scenario: Scenario, _ code: @escaping @Sendable (NSExtensionContext) async -> [ExtensionOutcome]
     ) async -> ExtensionRun {
@@ -184,24 +185,31 @@ public final class ExtensionHarness: Sendable {
         let context = NSExtensionContext(inputItems: items)
 
         let reported = Mutex<[ExtensionOutcome]?>(nil)
-        let ended = Mutex<ContinuousClock.Instant?>(nil)
-        context.whenEnded { ended.withLock { $0 = .now } }
+        let started = Mutex<ContinuousClock.Instant?>(nil)
+        let returned = Mutex<ContinuousClock.Instant?>(nil)
+        let ended = Mutex(false)
+        context.whenEnded { ended.withLock { $0 = true } }
         Task {
+            started.withLock { $0 = .now }
             let outcomes = await code(context)
             reported.withLock { $0 = outcomes }
+            returned.withLock { $0 = .now }
         }
-        let clock = ContinuousClock()
-        let limit = clock.now + deadline
-        var returnedAt: ContinuousClock.Instant?
-        await Self.wait(until: limit) {
-            if returnedAt == nil, reported.withLock({ $0 != nil }) { returnedAt = clock.now }
-            guard let returnedAt else { return false }
-            let requestSettled = ended.withLock { $0 != nil } || clock.now >= returnedAt + self.grace
-            return requestSettled && Self.handlersSettled(providers)
+        // Every limit counts from an event of the run, not from the call: on a loaded machine the code's task may
+        // start late, and that is no fault of the code.
+        await Self.wait {
+            if returned.withLock({ $0 }) != nil { return true }
+            guard let start = started.withLock({ $0 }) else { return false }
+            return ContinuousClock.now >= start + deadline
         }
-        if returnedAt != nil {
-            // The code returned; its handlers get until the deadline to return (and their files to go).
-            await Self.wait(until: limit) { Self.handlersSettled(providers) }
+        if let returnedAt = returned.withLock({ $0 }) {
+            // The request may end a moment after the code returned; the handlers get the deadline to return.
+            await Self.wait {
+                let now = ContinuousClock.now
+                let requestSettled = ended.withLock { $0 } || now >= returnedAt + grace
+                let handlersSettled = Self.handlersSettled(providers) || now >= returnedAt + deadline
+                return requestSettled && handlersSettled
+            }
         }
 
         let checks = ExtensionChecks(
@@ -218,8 +226,9 @@ public final class ExtensionHarness: Sendable {
     /// temporary URL then finds it gone, as it would on a device.
     public func waitForLoads(in context: NSExtensionContext) async {
         let providers = (context.inputItems as? [NSExtensionItem] ?? []).flatMap { $0.attachments ?? [] }
-        await Self.wait(until: ContinuousClock.now + deadline) {
-            providers.allSatisfy { provider in
+        let limit = ContinuousClock.now + deadline
+        await Self.wait {
+            ContinuousClock.now >= limit || providers.allSatisfy { provider in
                 provider.loadRecords.allSatisfy { $0.result != nil && $0.handlerReturned }
             }
         }
@@ -230,9 +239,9 @@ public final class ExtensionHarness: Sendable {
         providers.allSatisfy { provider in provider.loadRecords.allSatisfy { $0.result == nil || $0.handlerReturned } }
     }
 
-    /// Polls `condition` every 2 ms until it holds or `limit` passes.
-    private static func wait(until limit: ContinuousClock.Instant, _ condition: () -> Bool) async {
-        while !condition() && ContinuousClock.now < limit {
+    /// Polls `condition` every 2 ms until it holds.
+    private static func wait(_ condition: () -> Bool) async {
+        while !condition() {
             try? await Task.sleep(for: .milliseconds(2))
         }
     }

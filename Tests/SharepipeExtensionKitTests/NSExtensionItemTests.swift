@@ -2,7 +2,7 @@ import Foundation
 @testable import SharepipeExtensionKit
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct NSExtensionItemTests {
     @Test func attachmentsAndTextLiveInUserInfo() throws {
         let item = NSExtensionItem()

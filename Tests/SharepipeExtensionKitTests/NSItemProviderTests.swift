@@ -32,7 +32,7 @@ private struct SeenFile: Sendable {
     var onMainThread: Bool
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct NSItemProviderTests {
     @Test func fileRepresentationIsATemporaryCopyDeletedWhenTheHandlerReturns() async throws {
         let source = fixture("files/photo.jpg")
@@ -270,7 +270,7 @@ struct NSItemProviderTests {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct NSItemProviderContentTypeTests {
     @Test func theUTTypeVariantsRegisterAndLoadAsTheStringOnesDo() async throws {
         let provider = NSItemProvider()

@@ -35,7 +35,7 @@ struct SupportError: Error, CustomStringConvertible {
 }
 
 /// Waits until `condition` holds, polling every 2 ms; false when `timeout` passed first.
-func eventually(within timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+func eventually(within timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let limit = ContinuousClock.now + timeout
     while !condition() {
         guard ContinuousClock.now < limit else { return false }
@@ -61,7 +61,7 @@ final class Box<Value: Sendable>: Sendable {
 
 /// Runs `start` and waits for the completion it hands out to be called, with a deadline.
 func completion<Value: Sendable>(
-    within timeout: Duration = .seconds(5), _ start: (@escaping @Sendable (Value) -> Void) -> Void
+    within timeout: Duration = .seconds(60), _ start: (@escaping @Sendable (Value) -> Void) -> Void
 ) async throws -> Value {
     let box = Box<Value?>(nil)
     start { value in box.update { $0 = value } }

@@ -35,7 +35,7 @@ func run(
     }
 }
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct ShareIngestTests {
     static let scenarios = [
         "photo-heic-plus-jpeg", "photo-heic-fails-jpeg-taken", "photo-jpeg-only-accepted", "first-type-unsupported",
@@ -96,7 +96,7 @@ struct ShareIngestTests {
 }
 
 /// Each classic bug, run against the scenario that exposes it: the harness must fail, naming the bug.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct ClassicBugTests {
     @Test func firstTypeOnlyIsCaught() async throws {
         let harness = try ExtensionHarness(groupIdentifier: group, accepting: [.image])
