@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "SharepipeCore", targets: ["SharepipeCore"]),
         .library(name: "SharepipeTesting", targets: ["SharepipeTesting"]),
+        // issue 20: Apple's share-extension API on Linux
+        .library(name: "SharepipeExtensionKit", targets: ["SharepipeExtensionKit"]),
         .executable(name: "sharepipe", targets: ["sharepipe"]),
     ],
     targets: [
@@ -18,7 +20,14 @@ let package = Package(
             name: "SharepipeCore",
             dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims"]
         ),
-        .target(name: "SharepipeTesting", dependencies: ["SharepipeCore"]),
+        .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
+        // --- issue 20: the extension kit and its tests ---
+        .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
+        .testTarget(
+            name: "SharepipeExtensionKitTests",
+            dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe"]
+        ),
+        // --- end issue 20 ---
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeTesting"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
