@@ -134,7 +134,7 @@ struct DaemonEndToEndTests {
             let result = try daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             let stored = storedFiles(sandbox.output)
-            #expect(stored.keys.sorted() == ["text/" + DaemonSandbox.lastDrop, "text/burst.txt"])
+            #expect(stored.keys.sorted() == ["text/burst.txt", "text/" + DaemonSandbox.lastDrop])
             #expect(stored["text/burst.txt"]?.count == written.count)
             #expect(stored["text/burst.txt"] == written)
             #expect(publishedCount(result.stderr) == 2)

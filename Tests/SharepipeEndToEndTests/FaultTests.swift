@@ -265,12 +265,10 @@ struct FaultTests {
                 try fillFileSystem(state + "/filler")
                 let late = ["late0.txt", "late1.txt"]
                 for name in late { try drop(Array("\(name)\n".utf8), as: name, into: inbox) }
-                // A ledger write failing with SQLITE_FULL pauses the consumer, the late drops cannot be staged; the
-                // daemon keeps running through both.
-                #expect(try await eventually(.seconds(20)) {
-                    let stderr = daemon.stderrSoFar
-                    return stderr.contains("event=consumer.paused") && deferredCount(stderr) >= late.count
-                }, "\(daemon.stderrSoFar)")
+                // Ledger writes fail with SQLITE_FULL and the late drops cannot be staged (each is deferred); the
+                // daemon keeps running.
+                #expect(try await eventually(.seconds(20)) { deferredCount(daemon.stderrSoFar) >= late.count },
+                    "\(daemon.stderrSoFar)")
                 #expect(isAlive(daemon.pid), "\(daemon.stderrSoFar)")
                 for name in late {
                     #expect(FileManager.default.fileExists(atPath: inbox + "/" + name), "\(name) left the inbox")
