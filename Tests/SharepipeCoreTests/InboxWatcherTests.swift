@@ -544,7 +544,7 @@ private final class CandidateLog: Sendable {
     }
 
     /// Waits until `condition` holds for the arrivals so far, or `timeout` passes; returns whether it holds.
-    func wait(for timeout: Duration = .seconds(10), until condition: ([Arrival]) -> Bool) async -> Bool {
+    func wait(for timeout: Duration = .seconds(120), until condition: ([Arrival]) -> Bool) async -> Bool {
         (try? await eventually(timeout) { condition(arrivals) }) ?? false
     }
 

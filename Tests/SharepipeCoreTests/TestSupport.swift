@@ -10,10 +10,10 @@ func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws 
 }
 
 /// Waits for an event: until `condition` holds, looking every `interval`, for at most `timeout` (a deadline to fail
-/// by, generous since the machine may be loaded, not a time the event is expected to take). Returns whether it holds.
-/// The one waiting helper of this test target.
+/// by, not a time the event is expected to take: generous, since the whole suite shares one cooperative pool with
+/// the end-to-end tests' blocking waits). Returns whether it holds. The one waiting helper of this test target.
 func eventually(
-    _ timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(10), _ condition: () throws -> Bool
+    _ timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(10), _ condition: () throws -> Bool
 ) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
