@@ -13,21 +13,27 @@ struct ClosureProcessor: Processor {
     }
 }
 
-/// Counts calls per share id, with their times.
+/// Counts calls per share id, with their times on `clock` (wall milliseconds).
 final class CallLog: Sendable {
-    private let calls = Mutex<[String: [ContinuousClock.Instant]]>([:])
+    private let calls = Mutex<[String: [Int64]]>([:])
+    private let clock: any SharepipeClock
+
+    init(clock: any SharepipeClock = SystemClock()) {
+        self.clock = clock
+    }
 
     /// Records a call and returns how many there were for this share, this one included.
     @discardableResult
     func record(_ shareID: String) -> Int {
-        calls.withLock { calls in
-            calls[shareID, default: []].append(.now)
+        let now = clock.wallMilliseconds()
+        return calls.withLock { calls in
+            calls[shareID, default: []].append(now)
             return calls[shareID]!.count
         }
     }
 
     var counts: [String: Int] { calls.withLock { $0.mapValues(\.count) } }
-    func times(_ shareID: String) -> [ContinuousClock.Instant] { calls.withLock { $0[shareID] ?? [] } }
+    func times(_ shareID: String) -> [Int64] { calls.withLock { $0[shareID] ?? [] } }
 }
 
 /// Publishes one share per text through the real loader; returns the share ids.
@@ -66,16 +72,6 @@ func fastConfiguration(_ configure: (inout ConsumerConfiguration) -> Void = { _ 
 
 func entries(_ spool: Spool, _ stage: Spool.Stage) throws -> [String] {
     try System.listDirectory(spool.path(stage)).sorted()
-}
-
-/// Waits until `condition` holds, for at most `timeout`.
-func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws -> Bool {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return try condition()
 }
 
 extension LedgerStore {
@@ -146,18 +142,28 @@ extension LedgerStore {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             let shareID = try #require(try await publishTextShares(spool, ["flaky\n"]).first)
-            let log = CallLog()
+            let clock = ManualClock()
+            let log = CallLog(clock: clock)
             let processor = ClosureProcessor { share in
                 #expect(share.attempt == log.record(share.shareId))
                 if share.attempt < 3 { throw ShareError(.io, "not yet") }
             }
-            let configuration = fastConfiguration { $0.retryDelay = .milliseconds(100) }
-            let summary = try await Consumer(spool: spool, processor: processor, configuration: configuration).drain()
+            let configuration = fastConfiguration {
+                $0.retryDelay = .milliseconds(100)
+                $0.workers = 1
+                $0.clock = clock
+            }
+            // Idle means the one worker and the shutdown watch both sleep on the clock; time then jumps to the
+            // worker's next deadline (a poll, or the not-before time), so the attempts land exactly on it.
+            let summary = try await clock.driving(whenSleeping: 2) {
+                try await Consumer(spool: spool, processor: processor, configuration: configuration).drain()
+            }
             #expect(summary == { var s = ConsumeSummary(); s.processed = 1; s.retried = 2; return s }())
             #expect(log.counts[shareID] == 3)
             let times = log.times(shareID)
-            #expect(times[1] - times[0] >= .milliseconds(100))
-            #expect(times[2] - times[1] >= .milliseconds(200))
+            #expect(times.count == 3)
+            #expect(times[1] - times[0] == 100)
+            #expect(times[2] - times[1] == 200)
             #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
             #expect(try spool.ledger.state(ofShare: shareID) == .processed)
             #expect(try spool.store.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
@@ -229,6 +235,7 @@ extension LedgerStore {
             let log = CallLog()
             let hanging = ClosureProcessor { share in
                 log.record(share.shareId)
+                // The scenario: a processor that hangs until it is cancelled.
                 try await Task.sleep(for: .seconds(60))
             }
             let consumer = Consumer(
@@ -254,7 +261,8 @@ extension LedgerStore {
             let log = CallLog()
             let slow = ClosureProcessor { share in
                 log.record(share.shareId)
-                // Ignores cancellation, as a processor that cannot stop half-way would.
+                // The scenario: a processor that takes a while and ignores cancellation, as one that cannot stop
+                // half-way would.
                 try await Task { try await Task.sleep(for: .milliseconds(300)) }.value
             }
             let consumer = Consumer(spool: spool, processor: slow, configuration: fastConfiguration())
@@ -272,16 +280,21 @@ extension LedgerStore {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             let log = CallLog()
+            // Time stands still: the 30 s poll never comes, so only the wake can start the worker.
+            let clock = ManualClock()
             let consumer = Consumer(
                 spool: spool, processor: ClosureProcessor { log.record($0.shareId) },
-                configuration: fastConfiguration { $0.pollInterval = .seconds(30) })
+                configuration: fastConfiguration {
+                    $0.pollInterval = .seconds(30)
+                    $0.workers = 1
+                    $0.clock = clock
+                })
             let running = Task { try await consumer.run() }
-            try await Task.sleep(for: .milliseconds(200))
+            // Idle: the worker, the shutdown watch and the hourly retention all sleep on the clock.
+            #expect(try await eventually { clock.sleepers == 3 })
             let shareID = try #require(try await publishTextShares(spool, ["wake up\n"]).first)
-            let woken = ContinuousClock.now
             consumer.wake()
-            #expect(try await eventually(.seconds(5)) { try spool.ledger.state(ofShare: shareID) == .processed })
-            #expect(ContinuousClock.now - woken < .seconds(5))
+            #expect(try await eventually { try spool.ledger.state(ofShare: shareID) == .processed })
             running.cancel()
             try await running.value
         }
@@ -294,6 +307,7 @@ extension LedgerStore {
             let names = CallLog()
             let processor = ClosureProcessor { _ in
                 names.record(currentThreadName())
+                // The scenario: a processor that suspends, so that its resumption's thread is checked too.
                 try await Task.sleep(for: .milliseconds(5))
                 names.record(currentThreadName())
             }

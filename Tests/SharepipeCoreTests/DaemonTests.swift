@@ -126,31 +126,21 @@ import Testing
             // The inbox exists and is watched once the daemon says it is ready; drops before that could be missed.
             // The daemon runs on the test process's cooperative pool, which the parallel end-to-end tests' blocking
             // waits can hold for tens of seconds: the deadlines are generous, the test still waits for the event.
-            let readyBy = ContinuousClock.now + .seconds(120)
             func readyLine() -> String? { lines.withLock { $0.first { $0.contains("event=daemon.ready") } } }
-            while ContinuousClock.now < readyBy && readyLine() == nil {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            #expect(try await eventually(.seconds(120)) { readyLine() != nil })
             let ready = try #require(readyLine())
             #expect(ready.contains("inbox=\(configuration.inbox)") && ready.contains("state=\(configuration.state)"))
             #expect(ready.contains("processor=discard") && ready.contains("accept=public.item"))
             for index in 0..<20 {
                 try writeFile(configuration.inbox + "/note-\(index).txt", "note \(index)")
             }
-            let deadline = ContinuousClock.now + .seconds(120)
-            var left = try System.listDirectory(configuration.inbox)
-            while ContinuousClock.now < deadline && !left.isEmpty {
-                try await Task.sleep(for: .milliseconds(100))
-                left = try System.listDirectory(configuration.inbox)
-            }
-            #expect(left.isEmpty)
+            #expect(try await eventually(.seconds(120), every: .milliseconds(100)) {
+                try System.listDirectory(configuration.inbox).isEmpty
+            })
             let spool = try Spool(root: configuration.state)
-            var pending = try spool.shareIDs(in: .incoming) + spool.shareIDs(in: .processing)
-            while ContinuousClock.now < deadline && !pending.isEmpty {
-                try await Task.sleep(for: .milliseconds(100))
-                pending = try spool.shareIDs(in: .incoming) + spool.shareIDs(in: .processing)
-            }
-            #expect(pending.isEmpty)
+            #expect(try await eventually(.seconds(120), every: .milliseconds(100)) {
+                try spool.shareIDs(in: .incoming).isEmpty && spool.shareIDs(in: .processing).isEmpty
+            })
             task.cancel()
             _ = try? await task.value
         }

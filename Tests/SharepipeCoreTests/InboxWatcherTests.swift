@@ -4,52 +4,69 @@ import Synchronization
 import Testing
 @testable import SharepipeCore
 
-/// Serialized (nested suites included): the timing tests must not share the machine with the flood tests.
+/// Serialized (nested suites included): the flood tests must not share the machine with the others.
+///
+/// The watchers run on a manual clock: a settle window passes when the test moves the clock on (`step`), and
+/// "nothing more is reported" is shown by a barrier (a symlink, reported at once, after which every earlier event is handled and
+/// every earlier candidate delivered), never by sleeping.
 @Suite(.serialized) struct InboxWatcherTests {
     @Test(.timeLimit(.minutes(5))) func droppedFileIsReportedOnceAfterTheSettleWindow() async throws {
         try await withInbox { inbox in
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 try writeFile(inbox + "/photo.jpg", jpegBytes)
-                let dropped = ContinuousClock.now
+                try await log.barrier(inbox)
+                try await step(clock, by: .milliseconds(99))
+                try await log.barrier(inbox)
+                #expect(log.names.isEmpty)
+                try await step(clock, by: .milliseconds(1))
                 #expect(await log.wait { $0.contains { $0.candidate.name == "photo.jpg" } })
-                try await Task.sleep(for: .milliseconds(400))
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 let arrivals = log.arrivals.filter { $0.candidate.name == "photo.jpg" }
                 #expect(arrivals.count == 1)
                 let arrival = try #require(arrivals.first)
                 #expect(arrival.candidate.kind == .file)
                 #expect(arrival.candidate.status.size == Int64(jpegBytes.count))
-                #expect(arrival.at - dropped >= .milliseconds(90))
             }
         }
     }
 
     @Test(.timeLimit(.minutes(5))) func burstyAppendingWriterIsReportedOnceWhole() async throws {
         try await withInbox { inbox in
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(150))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(150), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 let burst = [UInt8](repeating: 0x61, count: 4096)
                 for index in 0..<3 {
-                    if index > 0 { pause(milliseconds: 50) }
+                    // Each pause is shorter than the settle window: the window starts over after every burst.
+                    if index > 0 { try await step(clock, by: .milliseconds(100)) }
                     let file = try FileDescriptor.open(
                         inbox + "/upload.bin", flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o644)
                     try file.writeAll(burst)
+                    _ = consume file
+                    try await log.barrier(inbox)
                 }
-                let finished = ContinuousClock.now
+                try await step(clock, by: .milliseconds(149))
+                try await log.barrier(inbox)
+                #expect(log.names.isEmpty)
+                try await step(clock, by: .milliseconds(1))
                 #expect(await log.wait { $0.contains { $0.candidate.name == "upload.bin" } })
-                try await Task.sleep(for: .milliseconds(500))
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 let arrivals = log.arrivals.filter { $0.candidate.name == "upload.bin" }
                 #expect(arrivals.count == 1)
                 let arrival = try #require(arrivals.first)
                 #expect(arrival.candidate.status.size == 3 * 4096)
-                #expect(arrival.at - finished >= .milliseconds(140))
             }
         }
     }
 
     @Test(.timeLimit(.minutes(5))) func folderFilledInPlaceIsOneCandidateOnceItsTreeIsQuiet() async throws {
         try await withInbox { inbox in
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(300))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(300), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 let album = inbox + "/Album"
                 let steps: [(String, Bool)] = [
@@ -58,22 +75,28 @@ import Testing
                     ("2024/summer/deep/c.png", false),
                 ]
                 for (index, (path, isDirectory)) in steps.enumerated() {
-                    if index > 0 { pause(milliseconds: 40) }
+                    if index > 0 { try await step(clock, by: .milliseconds(40)) }
                     let full = path.isEmpty ? album : album + "/" + path
                     if isDirectory {
                         try makeDirectory(full)
                     } else {
                         try writeFile(full, path.hasSuffix(".png") ? pngBytes : jpegBytes)
                     }
+                    try await log.barrier(inbox)
                 }
-                let lastWrite = ContinuousClock.now
+                try await step(clock, by: .milliseconds(299))
+                try await log.barrier(inbox)
+                #expect(log.names.isEmpty)
+                // The snapshot taken when the folder appeared was of an empty folder: one more window.
+                try await step(clock, by: .milliseconds(1))
+                try await log.barrier(inbox)
+                #expect(log.names.isEmpty)
+                try await step(clock, by: .milliseconds(300))
                 #expect(await log.wait { $0.contains { $0.candidate.name == "Album" } })
-                try await Task.sleep(for: .milliseconds(800))
-                let arrivals = log.arrivals.filter { $0.candidate.name != startedMarker }
-                #expect(arrivals.map(\.candidate.name) == ["Album"])
-                let arrival = try #require(arrivals.first)
-                #expect(arrival.candidate.kind == .folder)
-                #expect(arrival.at - lastWrite >= .milliseconds(290))
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
+                #expect(log.names == ["Album"])
+                #expect(log.kinds["Album"] == .folder)
             }
         }
     }
@@ -86,15 +109,19 @@ import Testing
             try makeDirectory(outside + "/Trip/day1")
             try writeFile(outside + "/report.pdf", "%PDF-1.4 report")
             try writeFile(outside + "/Trip/day1/a.jpg", jpegBytes)
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 try System.rename(outside + "/report.pdf", to: inbox + "/report.pdf")
                 try System.rename(outside + "/Trip", to: inbox + "/Trip")
+                try await log.barrier(inbox)
+                try await step(clock, by: .milliseconds(100))
                 #expect(await log.wait { Set($0.map(\.candidate.name)).isSuperset(of: ["report.pdf", "Trip"]) })
                 let kinds = log.kinds
                 #expect(kinds["report.pdf"] == .file)
                 #expect(kinds["Trip"] == .folder)
-                try await Task.sleep(for: .milliseconds(300))
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 #expect(log.names == ["Trip", "report.pdf"])
             }
         }
@@ -102,7 +129,8 @@ import Testing
 
     @Test(.timeLimit(.minutes(5))) func ignoredNamesAreNeverReported() async throws {
         try await withInbox { inbox in
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 for name in [".hidden", "movie.part", "notes.tmp", "setup.crdownload", "~$report.docx", "Thumbs.db",
                     "desktop.ini"]
@@ -114,8 +142,11 @@ import Testing
                     try writeFile(inbox + "/" + folder + "/inside.txt", "ignored")
                 }
                 try writeFile(inbox + "/keep.txt", "kept")
+                try await log.barrier(inbox)
+                try await step(clock, by: .milliseconds(100))
                 #expect(await log.wait { $0.contains { $0.candidate.name == "keep.txt" } })
-                try await Task.sleep(for: .milliseconds(400))
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 #expect(log.names == ["keep.txt"])
                 #expect(FileManager.default.fileExists(atPath: inbox + "/movie.part"))
             }
@@ -141,17 +172,16 @@ import Testing
 
     @Test(.timeLimit(.minutes(5))) func symlinksAndFifosAreReportedPromptlyAsOther() async throws {
         try await withInbox { inbox in
-            // A long settle window shows that these do not wait for it.
-            try await watching(InboxWatcher(inbox: inbox, settle: .seconds(20))) { log in
+            // Time stands still: these are reported without any settle window passing.
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .seconds(20), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
-                let created = ContinuousClock.now
                 #expect(symlink("/etc/passwd", inbox + "/secret.jpg") == 0)
                 #expect(mkfifo(inbox + "/pipe", 0o600) == 0)
-                #expect(await log.wait(for: .seconds(10)) { $0.count >= 3 })
+                #expect(await log.wait { $0.count >= 3 })
                 let kinds = log.kinds
                 #expect(kinds["secret.jpg"] == .other(.symlink))
                 #expect(kinds["pipe"] == .other(.fifo))
-                #expect(log.arrivals.allSatisfy { $0.at - created < .seconds(10) })
                 #expect(log.names == ["pipe", "secret.jpg"])
             }
         }
@@ -160,15 +190,30 @@ import Testing
     @Test(.timeLimit(.minutes(5))) func pollingModeAloneReportsEverything() async throws {
         try await withInbox { inbox in
             try writeFile(inbox + "/before.txt", "already here")
-            let watcher = InboxWatcher(inbox: inbox, settle: .milliseconds(100), poll: .milliseconds(100))
+            let clock = ManualClock()
+            let poll = Duration.milliseconds(100)
+            let watcher = InboxWatcher(inbox: inbox, settle: .milliseconds(100), poll: poll, clock: clock)
             try await watching(watcher) { log in
+                // One scan per poll interval; an entry is ready on the second scan that sees it unchanged.
+                func scan() async throws {
+                    #expect(try await eventually { clock.blockedThreads > 0 })
+                    clock.advance(by: poll)
+                }
+                try await scan()
                 #expect(await log.wait { $0.contains { $0.candidate.name == "before.txt" } })
                 try writeFile(inbox + "/after.txt", "dropped")
                 try makeDirectory(inbox + "/Scans/2024")
                 try writeFile(inbox + "/Scans/2024/page1.png", pngBytes)
                 #expect(symlink("/etc/passwd", inbox + "/link") == 0)
+                try await scan()
+                #expect(await log.wait { $0.contains { $0.candidate.name == "link" } })
+                #expect(log.names == ["before.txt", "link"])
+                try await scan()
                 #expect(await log.wait { $0.count >= 4 })
-                try await Task.sleep(for: .milliseconds(400))
+                // A barrier for polling: a symlink, reported by the next scan.
+                #expect(symlink("nowhere", inbox + "/" + barrierPrefix + "poll") == 0)
+                try await scan()
+                #expect(await log.wait { $0.contains { $0.candidate.name == barrierPrefix + "poll" } })
                 #expect(log.names == ["Scans", "after.txt", "before.txt", "link"])
                 let kinds = log.kinds
                 #expect(kinds["Scans"] == .folder)
@@ -184,9 +229,14 @@ import Testing
             try makeDirectory(inbox + "/Folder/sub")
             try writeFile(inbox + "/Folder/sub/three.txt", "three")
             try writeFile(inbox + "/.hidden", "ignored")
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
-                #expect(await log.wait { $0.count >= 3 })
-                try await Task.sleep(for: .milliseconds(300))
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100), clock: clock)) { log in
+                try await log.waitUntilStarted(inbox)
+                #expect(log.names.isEmpty)
+                try await step(clock, by: .milliseconds(100))
+                #expect(await log.wait { $0.count >= 4 })
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 #expect(log.names == ["Folder", "one.jpg", "two.png"])
             }
         }
@@ -194,21 +244,28 @@ import Testing
 
     @Test(.timeLimit(.minutes(5))) func anEntryIsReportedAgainOnlyAfterItWasReplaced() async throws {
         try await withInbox { inbox in
-            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100))) { log in
+            let clock = ManualClock()
+            try await watching(InboxWatcher(inbox: inbox, settle: .milliseconds(100), clock: clock)) { log in
                 try await log.waitUntilStarted(inbox)
                 try writeFile(inbox + "/doc.txt", "first")
+                try await log.barrier(inbox)
+                try await step(clock, by: .milliseconds(100))
                 #expect(await log.wait { $0.count(where: { $0.candidate.name == "doc.txt" }) == 1 })
                 // The consumer takes it away; a new file under the same name is a new candidate.
                 try System.unlink(inbox + "/doc.txt")
                 try writeFile(inbox + "/doc.txt", "second version")
+                try await log.barrier(inbox)
+                try await step(clock, by: .milliseconds(100))
                 #expect(await log.wait { $0.count(where: { $0.candidate.name == "doc.txt" }) == 2 })
                 // Vanishing before it is ready: dropped quietly.
                 try writeFile(inbox + "/brief.txt", "gone soon")
                 try System.unlink(inbox + "/brief.txt")
-                try await Task.sleep(for: .milliseconds(400))
+                try await log.barrier(inbox)
+                try await step(clock, by: .seconds(1))
+                try await log.barrier(inbox)
                 let doc = log.arrivals.filter { $0.candidate.name == "doc.txt" }
                 #expect(doc.map(\.candidate.status.size) == [5, 14])
-                #expect(!log.arrivals.contains { $0.candidate.name == "brief.txt" })
+                #expect(!log.names.contains("brief.txt"))
             }
         }
     }
@@ -374,9 +431,10 @@ extension InboxWatcherTests {
     }
 }
 
-/// Sleeps the calling thread, so that a busy cooperative pool cannot stretch a writer's pauses past the settle window.
-private func pause(milliseconds: UInt32) {
-    usleep(milliseconds * 1000)
+/// Moves the clock on and waits until the watcher's thread has acted on the new time and waits again.
+private func step(_ clock: ManualClock, by duration: Duration) async throws {
+    clock.advance(by: duration)
+    #expect(try await eventually { clock.blockedThreads > 0 })
 }
 
 /// Creates a directory and its missing parents.
@@ -403,14 +461,9 @@ private func inotifyWatches(onInode inode: UInt64) throws -> Int {
     return count
 }
 
-/// Waits up to 5 s for this process to hold no inotify watch on the inode.
+/// Waits for this process to hold no inotify watch on the inode.
 private func inotifyWatchesDrop(onInode inode: UInt64) async throws -> Bool {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while try inotifyWatches(onInode: inode) > 0 {
-        guard ContinuousClock.now < deadline else { return false }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return true
+    try await eventually { try inotifyWatches(onInode: inode) == 0 }
 }
 
 /// The kernel's inotify queue length (`fs.inotify.max_queued_events`).
@@ -452,16 +505,16 @@ private func watching(_ watcher: InboxWatcher, _ body: (CandidateLog) async thro
     await consumer.value
 }
 
-/// What a watcher's stream delivered, and when.
+/// What a watcher's stream delivered.
 private final class CandidateLog: Sendable {
     struct Arrival: Sendable {
         var candidate: InboxCandidate
-        var at: ContinuousClock.Instant
     }
 
     private struct State {
         var arrivals: [Arrival] = []
         var ending: Result<Void, any Error>?
+        var barriers = 0
     }
 
     private let state = Mutex(State())
@@ -471,15 +524,17 @@ private final class CandidateLog: Sendable {
     var kinds: [String: InboxCandidate.Kind] {
         Dictionary(arrivals.map { ($0.candidate.name, $0.candidate.kind) }) { first, _ in first }
     }
-    /// The reported names, sorted, without the start marker.
-    var names: [String] { arrivals.map(\.candidate.name).filter { $0 != startedMarker }.sorted() }
+    /// The reported names, sorted, without the start marker and the barriers.
+    var names: [String] {
+        arrivals.map(\.candidate.name).filter { $0 != startedMarker && !$0.hasPrefix(barrierPrefix) }.sorted()
+    }
     /// How the stream ended, once it has.
     var ending: Result<Void, any Error>? { state.withLock { $0.ending } }
 
     func consume(_ stream: AsyncThrowingStream<InboxCandidate, Error>) async {
         do {
             for try await candidate in stream {
-                let arrival = Arrival(candidate: candidate, at: .now)
+                let arrival = Arrival(candidate: candidate)
                 state.withLock { $0.arrivals.append(arrival) }
             }
             state.withLock { $0.ending = .success(()) }
@@ -489,13 +544,8 @@ private final class CandidateLog: Sendable {
     }
 
     /// Waits until `condition` holds for the arrivals so far, or `timeout` passes; returns whether it holds.
-    func wait(for timeout: Duration = .seconds(10), until condition: ([Arrival]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(arrivals) { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition(arrivals)
+    func wait(for timeout: Duration = .seconds(120), until condition: ([Arrival]) -> Bool) async -> Bool {
+        (try? await eventually(timeout) { condition(arrivals) }) ?? false
     }
 
     /// Drops a dangling symlink (reported at once, whatever the settle window) and waits for it, so that the
@@ -504,10 +554,25 @@ private final class CandidateLog: Sendable {
         try FileManager.default.createSymbolicLink(atPath: inbox + "/" + startedMarker, withDestinationPath: "nowhere")
         #expect(await wait { $0.contains { $0.candidate.name == startedMarker } })
     }
+
+    /// Drops a dangling symlink (reported as soon as its event is read, whatever the clock) and waits for it: every
+    /// event before it has been handled, and every candidate reported before it is in the log.
+    func barrier(_ inbox: String) async throws {
+        let number = state.withLock { state in
+            state.barriers += 1
+            return state.barriers
+        }
+        let name = barrierPrefix + String(number)
+        try FileManager.default.createSymbolicLink(atPath: inbox + "/" + name, withDestinationPath: "nowhere")
+        #expect(await wait { $0.contains { $0.candidate.name == name } })
+    }
 }
 
 /// The name of the start marker that `waitUntilStarted` drops.
 private let startedMarker = "started"
+
+/// How the names of the barriers that `barrier` drops begin.
+private let barrierPrefix = "barrier-"
 
 extension Result {
     /// The error of a failure, nil for a success.

@@ -153,7 +153,8 @@ extension ShareReceipt {
                 try? handle.close()
             }
             grower.start()
-            try await Task.sleep(for: .milliseconds(100))
+            // Loads while the source grows: in every order of the two, the limit is hit.
+            #expect(try await eventually { try System.lstat(path).size > 1000 })
             let receipt = await loader.load([FileItemProvider(path: path, types: ["public.plain-text"])])
             #expect(receipt.codes == ["ERR_TOO_LARGE"])
             #expect(try System.listDirectory(loader.spool.path(.staging)).isEmpty)
@@ -192,11 +193,16 @@ extension ShareReceipt {
                 .init(type: "public.jpeg", source: .file(fixture("files/photo.jpg")), neverCalls: true)
             ])
             let late = ScriptedItemProvider(representations: [
-                .init(type: "public.jpeg", source: .file(fixture("files/photo.jpg")), delay: .milliseconds(400))
+                .init(
+                    type: "public.jpeg", source: .file(fixture("files/photo.jpg")), delay: .milliseconds(400),
+                    afterCallback: .delete)
             ])
             let receipt = await loader.load([silent, late])
             #expect(receipt.codes == ["ERR_TIMEOUT", "ERR_TIMEOUT"])
-            try await Task.sleep(for: .milliseconds(600))
+            // The late callback has returned once the copy it handed out is deleted after it.
+            #expect(try await eventually {
+                late.handedOutURLs.count == 1 && !FileManager.default.fileExists(atPath: late.handedOutURLs[0].path)
+            })
             #expect(try System.listDirectory(loader.spool.path(.staging)).isEmpty)
             #expect(try System.listDirectory(loader.spool.path(.incoming)).isEmpty)
         }
@@ -221,7 +227,8 @@ extension ShareReceipt {
                 .init(type: "public.jpeg", source: .file(fixture("files/photo.jpg")), delay: .seconds(5))
             ])
             let task = Task { await loader.load([slow]) }
-            try await Task.sleep(for: .milliseconds(100))
+            // The share's staging directory exists once the load has begun.
+            #expect(try await eventually { try !entries(loader.spool, .staging).isEmpty })
             task.cancel()
             let receipt = await task.value
             #expect(receipt.codes == ["ERR_CANCELLED"])

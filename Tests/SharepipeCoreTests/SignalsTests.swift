@@ -30,9 +30,7 @@ import Testing
             _ = stream
         }
         // The stream and its sources are gone: once libdispatch has let go, the default action is back.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !isDefault(SIGUSR2) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(isDefault(SIGUSR2))
+        #expect(try await eventually(.seconds(5)) { isDefault(SIGUSR2) })
     }
 
     @Test func dispositionComesBackWhenTheBodyReturnsWithoutASignal() async {

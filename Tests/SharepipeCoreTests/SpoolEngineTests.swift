@@ -198,7 +198,7 @@ import Testing
                         return await loader.load([DataItemProvider(data: text, types: ["public.plain-text"])])
                     }
                 }
-                while spool.executor.queuedPublishes < 40 { try? await Task.sleep(for: .milliseconds(5)) }
+                #expect((try? await eventually(.seconds(240)) { spool.executor.queuedPublishes == 40 }) == true)
                 #expect((try? entries(spool, .incoming))?.isEmpty == true)
                 spool.executor.hold(false)
                 return await group.reduce(into: []) { $0.append($1) }

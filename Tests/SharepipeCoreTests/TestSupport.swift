@@ -9,6 +9,20 @@ func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws 
     return try await body(path)
 }
 
+/// Waits for an event: until `condition` holds, looking every `interval`, for at most `timeout` (a deadline to fail
+/// by, not a time the event is expected to take: generous, since the whole suite shares one cooperative pool with
+/// the end-to-end tests' blocking waits). Returns whether it holds. The one waiting helper of this test target.
+func eventually(
+    _ timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(10), _ condition: () throws -> Bool
+) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try await Task.sleep(for: interval)
+    }
+    return try condition()
+}
+
 /// Writes bytes to a file and returns its path.
 @discardableResult
 func writeFile(_ path: String, _ bytes: [UInt8]) throws -> String {

@@ -70,8 +70,8 @@ struct DaemonEndToEndTests {
             #expect(try await eventually(.seconds(90)) {
                 storedFiles(sandbox.output).count >= expected.count && sandbox.isDrained
             }, "stored \(storedFiles(sandbox.output).count) of \(expected.count); \(daemon.stderrSoFar)")
-            // Another settle window: nothing is stored twice.
-            try await Task.sleep(for: .milliseconds(500))
+            // Nothing is stored twice: anything still coming would be stored before the last drop.
+            expected[DaemonSandbox.lastDrop] = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
             let result = try daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
@@ -92,7 +92,7 @@ struct DaemonEndToEndTests {
             }
             #expect(directoryNames(sandbox.inbox).isEmpty)
             #expect(sandbox.spoolStagesAreEmpty)
-            #expect(publishedCount(result.stderr) == 51)
+            #expect(publishedCount(result.stderr) == 52)
         }
     }
 
@@ -120,6 +120,7 @@ struct DaemonEndToEndTests {
                             return
                         }
                         written += chunk
+                        // The scenario: a writer that pauses between bursts, within the settle window.
                         usleep(60_000)
                     }
                     continuation.resume(returning: written)
@@ -127,15 +128,16 @@ struct DaemonEndToEndTests {
             }
 
             #expect(try await eventually(.seconds(30)) { !storedFiles(sandbox.output).isEmpty && sandbox.isDrained })
-            try await Task.sleep(for: .milliseconds(600))
+            // Stored once: a second, later candidate would be stored before the last drop.
+            _ = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
             let result = try daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             let stored = storedFiles(sandbox.output)
-            #expect(Array(stored.keys) == ["text/burst.txt"])
+            #expect(stored.keys.sorted() == ["text/burst.txt", "text/" + DaemonSandbox.lastDrop])
             #expect(stored["text/burst.txt"]?.count == written.count)
             #expect(stored["text/burst.txt"] == written)
-            #expect(publishedCount(result.stderr) == 1)
+            #expect(publishedCount(result.stderr) == 2)
             #expect(!FileManager.default.fileExists(atPath: sandbox.inbox + "/.rejected"))
         }
     }
@@ -276,13 +278,14 @@ struct DaemonEndToEndTests {
             for part in 0..<3 {
                 try writeFile(sandbox.inbox + "/slow/part-\(part).txt", "part \(part)\n")
                 expected["part-\(part).txt"] = Array("part \(part)\n".utf8)
+                // The scenario: a writer that fills the folder slowly, across several scans.
                 try await Task.sleep(for: .milliseconds(50))
             }
 
             #expect(try await eventually(.seconds(60)) {
                 storedFiles(sandbox.output).count >= expected.count && sandbox.isDrained
             }, "\(daemon.stderrSoFar)")
-            try await Task.sleep(for: .milliseconds(400))
+            expected[DaemonSandbox.lastDrop] = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
             let result = try daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
@@ -291,7 +294,7 @@ struct DaemonEndToEndTests {
             for (path, bytes) in stored {
                 #expect(bytes == expected[(path as NSString).lastPathComponent], "\(path)")
             }
-            #expect(publishedCount(result.stderr) == 8)
+            #expect(publishedCount(result.stderr) == 9)
             #expect(directoryNames(sandbox.inbox).isEmpty)
         }
     }
@@ -414,7 +417,6 @@ struct DaemonEndToEndTests {
             let sandbox = DaemonSandbox(root: dir)
             let daemon = try await sandbox.start(["--processor", "discard"])
             try writeFile(sandbox.inbox + "/.hidden", "ignored, so the daemon is idle\n")
-            try await Task.sleep(for: .milliseconds(200))
             if how == "deleted" {
                 try FileManager.default.removeItem(atPath: sandbox.inbox)
             } else {
@@ -467,6 +469,23 @@ private struct DaemonSandbox {
     /// `dropByRename` for text.
     func dropByRename(_ name: String, _ text: String) throws {
         try dropByRename(name, Array(text.utf8))
+    }
+
+    /// The name of the drop that `dropLastAndWait` makes.
+    static let lastDrop = "zz-last-drop.txt"
+
+    /// The barrier for "nothing more is stored": one more drop, renamed in once the others were handled, waited for
+    /// until it is stored and the spool is empty. Its settle window ends after that of anything still pending, and
+    /// its share is ingested after those; once it is stored and nothing is in staging, incoming or processing,
+    /// everything the daemon was going to store is stored. Returns its bytes.
+    func dropLastAndWait() async throws -> [UInt8] {
+        let bytes = Array("the last drop\n".utf8)
+        try dropByRename(Self.lastDrop, bytes)
+        let stored = try await eventually(.seconds(60)) {
+            storedFiles(output)["text/" + Self.lastDrop] != nil && isDrained
+        }
+        guard stored else { throw SupportError("the last drop was not stored") }
+        return bytes
     }
 
     /// Nothing left between the inbox and the processor: published shares all claimed and finished.
@@ -547,10 +566,8 @@ private final class NotifyListener {
 
     /// Collects datagrams until `condition` holds for the assignments so far, or `timeout` passes.
     func receive(for timeout: Duration, until condition: ([String]) -> Bool) async throws -> Bool {
-        let clock = ContinuousClock()
-        let end = clock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
+        return try await eventually(timeout, every: .milliseconds(10)) {
             while true {
                 let count = buffer.withUnsafeMutableBytes {
                     recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
@@ -559,27 +576,12 @@ private final class NotifyListener {
                 let datagram = String(decoding: buffer[0..<count], as: UTF8.self)
                 assignments += datagram.split(separator: "\n").map(String.init)
             }
-            if condition(assignments) { return true }
-            if clock.now >= end { return false }
-            try await Task.sleep(for: .milliseconds(10))
+            return condition(assignments)
         }
     }
 }
 
 // MARK: - Helpers
-
-/// Polls `condition` every `interval` until it holds or `timeout` passes; returns whether it held.
-private func eventually(
-    _ timeout: Duration, every interval: Duration = .milliseconds(25), _ condition: () throws -> Bool
-) async throws -> Bool {
-    let clock = ContinuousClock()
-    let end = clock.now + timeout
-    while clock.now < end {
-        if try condition() { return true }
-        try await Task.sleep(for: interval)
-    }
-    return try condition()
-}
 
 /// A temporary directory under /dev/shm (a memory file system) when it is usable, else the usual one.
 private func withMemoryBackedDirectory<T>(_ body: (String) async throws -> T) async throws -> T {

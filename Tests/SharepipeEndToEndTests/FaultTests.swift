@@ -53,6 +53,7 @@ struct FaultTests {
                 }
                 let delay = Int.random(in: 50...400)
                 delays.append(delay)
+                // The scenario: the kill comes at a random moment of the run.
                 try await Task.sleep(for: .milliseconds(delay))
                 daemon.signal(SIGKILL)
                 let killed = try daemon.waitForExit(timeout: .seconds(10))
@@ -62,7 +63,7 @@ struct FaultTests {
             let final = try runSharepipe(arguments + ["--oneshot"])
             #expect(final.status == 0, "kills after \(delays) ms; \(final.stderr)")
             // Checker runs started by a killed daemon keep going in their own process group; let them end.
-            #expect(try await waitUntil(.seconds(10)) { processes(mentioning: checker).isEmpty })
+            #expect(try await eventually(.seconds(10)) { processes(mentioning: checker).isEmpty })
 
             let expected = try sha256Sums(of: reference)
             #expect(expected.count == contents.count)
@@ -162,7 +163,7 @@ struct FaultTests {
             let log = dir + "/processed.log"
             try await withTmpfs(at: state, megabytes: 80) {
                 let daemon = try SharepipeProcess(namesLoggingDaemon(inbox: inbox, state: state, log: log))
-                #expect(try await waitUntil(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
+                #expect(try await eventually(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
                 try fillFileSystem(state + "/filler")
                 #expect(freeBytes(state) < 64 << 10)
 
@@ -173,10 +174,10 @@ struct FaultTests {
                 }
                 let album: [(name: String, bytes: [UInt8])] = [("cover.jpg", jpegBytes), ("back.png", pngBytes)]
                 try dropFolder("album", album, into: inbox)
-                #expect(try await waitUntil(.seconds(10)) { deferredCount(daemon.stderrSoFar) >= 13 })
+                #expect(try await eventually(.seconds(10)) { deferredCount(daemon.stderrSoFar) >= 13 })
                 // Deferred drops are due again 5 s later and the retry loop wakes every 5 s, so a retry comes within
                 // 10 s; it must find the disk still full and defer them again.
-                #expect(try await waitUntil(.seconds(12)) { deferredCount(daemon.stderrSoFar) >= 26 })
+                #expect(try await eventually(.seconds(12)) { deferredCount(daemon.stderrSoFar) >= 26 })
                 let stderr = daemon.stderrSoFar
                 #expect(isAlive(daemon.pid), "the daemon died on a full disk: \(stderr)")
                 #expect(!stderr.contains("event=inbox.rejected"), "\(stderr)")
@@ -193,11 +194,11 @@ struct FaultTests {
 
                 try FileManager.default.removeItem(atPath: state + "/filler")
                 let all = Set(drops.keys).union(album.map(\.name))
-                #expect(try await waitUntil(.seconds(20)) { Set(loggedNames(log)).isSuperset(of: all) })
+                #expect(try await eventually(.seconds(20)) { Set(loggedNames(log)).isSuperset(of: all) })
                 #expect(Set(loggedNames(log)) == all)
-                #expect(try await waitUntil(.seconds(5)) { listing(inbox).filter { $0 != ".rejected" }.isEmpty })
+                #expect(try await eventually(.seconds(5)) { listing(inbox).filter { $0 != ".rejected" }.isEmpty })
                 #expect(listing(inbox + "/.rejected").isEmpty)
-                #expect(try await waitUntil(.seconds(5)) { stagesAreEmpty(state) }, "\(stageListing(state))")
+                #expect(try await eventually(.seconds(5)) { stagesAreEmpty(state) }, "\(stageListing(state))")
                 daemon.signal(SIGTERM)
                 let stopped = try daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
@@ -213,7 +214,7 @@ struct FaultTests {
             let log = dir + "/processed.log"
             try await withTmpfs(at: state, megabytes: 100) {
                 let daemon = try SharepipeProcess(namesLoggingDaemon(inbox: inbox, state: state, log: log))
-                #expect(try await waitUntil(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
+                #expect(try await eventually(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
                 // About 66 MiB free: above the 64 MiB floor, so the copy starts, and too little for 70 MiB.
                 try writeFile(state + "/filler", [UInt8](repeating: 0, count: 34 << 20))
                 #expect(freeBytes(state) > 64 << 20)
@@ -221,7 +222,7 @@ struct FaultTests {
                 var big = Data()
                 for _ in 0..<70 { big.append(block) }
                 try drop(big, as: "big.bin", into: inbox)
-                #expect(try await waitUntil(.seconds(20)) {
+                #expect(try await eventually(.seconds(20)) {
                     let stderr = daemon.stderrSoFar
                     return stderr.contains("event=inbox.deferred") || stderr.contains("event=inbox.rejected")
                 })
@@ -234,8 +235,8 @@ struct FaultTests {
                 #expect(FileManager.default.fileExists(atPath: inbox + "/big.bin"), "\(listing(inbox + "/.rejected"))")
                 #expect(listing(inbox + "/.rejected").isEmpty)
                 try FileManager.default.removeItem(atPath: state + "/filler")
-                #expect(try await waitUntil(.seconds(20)) { loggedNames(log) == ["big.bin"] })
-                #expect(try await waitUntil(.seconds(5)) { listing(inbox).isEmpty })
+                #expect(try await eventually(.seconds(20)) { loggedNames(log) == ["big.bin"] })
+                #expect(try await eventually(.seconds(5)) { listing(inbox).isEmpty })
                 daemon.signal(SIGTERM)
                 let stopped = try daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
@@ -254,18 +255,20 @@ struct FaultTests {
                     "--workers", "1",
                 ]
                 let daemon = try SharepipeProcess(arguments)
-                #expect(try await waitUntil(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
+                #expect(try await eventually(.seconds(10)) { daemon.stderrSoFar.contains("event=daemon.ready") })
                 let early = (0..<6).map { "early\($0).txt" }
                 for name in early { try drop(Array("\(name)\n".utf8), as: name, into: inbox) }
-                #expect(try await waitUntil(.seconds(10)) {
+                #expect(try await eventually(.seconds(10)) {
                     daemon.stderrSoFar.components(separatedBy: "event=inbox.published").count > early.count
                 })
                 // Shares wait in incoming while the one-worker consumer is busy; now the disk fills under it.
                 try fillFileSystem(state + "/filler")
                 let late = ["late0.txt", "late1.txt"]
                 for name in late { try drop(Array("\(name)\n".utf8), as: name, into: inbox) }
-                // A ledger write failing with SQLITE_FULL pauses the consumer; the daemon keeps running.
-                try await Task.sleep(for: .seconds(2))
+                // Ledger writes fail with SQLITE_FULL and the late drops cannot be staged (each is deferred); the
+                // daemon keeps running.
+                #expect(try await eventually(.seconds(20)) { deferredCount(daemon.stderrSoFar) >= late.count },
+                    "\(daemon.stderrSoFar)")
                 #expect(isAlive(daemon.pid), "\(daemon.stderrSoFar)")
                 for name in late {
                     #expect(FileManager.default.fileExists(atPath: inbox + "/" + name), "\(name) left the inbox")
@@ -273,13 +276,13 @@ struct FaultTests {
 
                 try FileManager.default.removeItem(atPath: state + "/filler")
                 let all = Set(early + late)
-                #expect(try await waitUntil(.seconds(30)) { Set(loggedNames(log)).isSuperset(of: all) })
+                #expect(try await eventually(.seconds(30)) { Set(loggedNames(log)).isSuperset(of: all) })
                 let names = loggedNames(log)
                 #expect(Set(names) == all)
                 // The share in flight when the ledger failed may run once more; nothing else repeats.
                 #expect(names.count <= all.count + 1, "\(names)")
-                #expect(try await waitUntil(.seconds(5)) { listing(inbox).isEmpty }, "\(listing(inbox))")
-                #expect(try await waitUntil(.seconds(5)) { stagesAreEmpty(state) }, "\(stageListing(state))")
+                #expect(try await eventually(.seconds(5)) { listing(inbox).isEmpty }, "\(listing(inbox))")
+                #expect(try await eventually(.seconds(5)) { stagesAreEmpty(state) }, "\(stageListing(state))")
                 daemon.signal(SIGTERM)
                 let stopped = try daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
@@ -314,7 +317,7 @@ struct FaultTests {
                 "daemon", "--inbox", inbox, "--state", state, "--oneshot", "--processor", "exec", "--exec", command,
                 "--exec-timeout", "200", "--max-attempts", "2", "--retry-delay", "50",
             ])
-            #expect(try await waitUntil(.seconds(10)) {
+            #expect(try await eventually(.seconds(10)) {
                 processes(mentioning: marker).contains { $0 != daemon.pid }
             }, "the processor never started")
             let result = try daemon.waitForExit(timeout: .seconds(30))
@@ -323,7 +326,7 @@ struct FaultTests {
             #expect(result.stderr.contains("quarantined=1"), "\(result.stderr)")
             // Two attempts of 200 ms, plus the 2 s grace before SIGKILL when SIGTERM is ignored.
             #expect(elapsed < .seconds(ignoringSIGTERM ? 15 : 10), "took \(elapsed)")
-            #expect(try await waitUntil(.seconds(2)) { processes(mentioning: marker).isEmpty },
+            #expect(try await eventually(.seconds(2)) { processes(mentioning: marker).isEmpty },
                 "left behind: \(processes(mentioning: marker))")
 
             let quarantined = listing(state + "/quarantine")
@@ -368,7 +371,7 @@ struct FaultTests {
                     + "echo \"done $SHAREPIPE_SHARE_ID\" >> '\(log)'",
             ]
             let holder = try SharepipeProcess(consume)
-            #expect(try await waitUntil(.seconds(10)) { loggedNames(log).contains { $0.hasPrefix("start ") } })
+            #expect(try await eventually(.seconds(10)) { loggedNames(log).contains { $0.hasPrefix("start ") } })
             let held = try #require(loggedNames(log).first?.dropFirst("start ".count)).description
             #expect(listing(state + "/processing") == [held])
 
@@ -502,16 +505,6 @@ private func sha256Sums(of directory: String) throws -> [String: String] {
     return sums
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
-private func waitUntil(_ timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-    let clock = ContinuousClock()
-    let end = clock.now + timeout
-    while clock.now < end {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
-}
 
 /// Whether `pid` is a running (not zombie) process.
 private func isAlive(_ pid: Int32) -> Bool {

@@ -198,13 +198,13 @@ struct RealFilesEndToEndTests {
             let daemon = try SharepipeProcess([
                 "daemon", "--inbox", inbox, "--state", dir + "/state", "--output", output, "--settle", "300",
             ])
-            let ready = try await waitUntil(.seconds(30)) { daemon.stderrSoFar.contains("daemon.ready") }
+            let ready = try await eventually(.seconds(30)) { daemon.stderrSoFar.contains("daemon.ready") }
             try #require(ready, "\(daemon.stderrSoFar)")
             // A download tool hard-links the finished file into the watched folder: no writer ever opens it there.
             try writeFile(dir + "/downloads/finished.jpg", try fixtureContents("files/photo.jpg"))
             let linked = ContinuousClock.now
             #expect(link(dir + "/downloads/finished.jpg", inbox + "/finished.jpg") == 0)
-            let stored = try await waitUntil(.seconds(30)) {
+            let stored = try await eventually(.seconds(30)) {
                 directoryEntries(output + "/image").contains("finished.jpg")
             }
             let elapsed = ContinuousClock.now - linked
@@ -283,15 +283,6 @@ private func jsonFile(_ path: String) throws -> [String: Any] {
     return dictionary
 }
 
-/// Checks `condition` every 10 ms until it holds or `timeout` passes.
-private func waitUntil(_ timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return try condition()
-}
 
 /// Runs a system program (mount, umount) and waits for it.
 private func runProgram(_ path: String, _ arguments: [String]) throws -> (status: Int32, stderr: String) {

@@ -36,14 +36,14 @@ struct SeveralHostsTests {
                 root: dir, ledger: try ClusterTests.freshDatabase(), processingDelay: "0.1", lease: 1500)
             try cluster.drop(0..<count)
             let daemons = try await cluster.start(3)
-            let started = try await eventually(.seconds(120)) {
+            let started = try await eventually(.seconds(120), every: .milliseconds(50)) {
                 let logs = try cluster.processedLogs(3)
                 return logs[0].count >= 10 && logs.map(\.count).reduce(0, +) < count - 60
             }
             try #require(started, "daemon 0 did not get to work mid-run")
             // ls shows every daemon's claims, each with the host:pid:boot-id holding it.
             let pids = Set(daemons.map(\.pid))
-            let listed = try await eventually(.seconds(30)) {
+            let listed = try await eventually(.seconds(30), every: .milliseconds(50)) {
                 let holders = try cluster.claimHolders()
                 return !holders.isEmpty && holders.allSatisfy { holder in
                     let parts = holder.split(separator: ":")
@@ -54,7 +54,7 @@ struct SeveralHostsTests {
             daemons[0].signal(SIGKILL)
             #expect(try daemons[0].waitForExit().status == 128 + SIGKILL)
             let killedAt = ContinuousClock.now
-            let tookOver = try await eventually(.seconds(60)) {
+            let tookOver = try await eventually(.seconds(60), every: .milliseconds(50)) {
                 daemons[1...].contains { $0.stderrSoFar.contains("event=lease.recovered") }
             }
             #expect(tookOver)
@@ -83,12 +83,12 @@ struct SeveralHostsTests {
             let cluster = try ClusterSandbox(root: dir, ledger: server.url, processingDelay: "0.02")
             let daemons = try await cluster.start(3)
             try cluster.drop(0..<100)
-            let busy = try await eventually(.seconds(60)) { try cluster.processedLogs(3).joined().count >= 20 }
+            let busy = try await eventually(.seconds(60), every: .milliseconds(50)) { try cluster.processedLogs(3).joined().count >= 20 }
             try #require(busy)
             try server.stop()
             try cluster.drop(100..<200)
             // Down until the daemons noticed: ingest deferred or processing paused.
-            let noticed = try await eventually(.seconds(60)) {
+            let noticed = try await eventually(.seconds(60), every: .milliseconds(50)) {
                 daemons.contains { $0.stderrSoFar.contains(ShareError.Code.containerUnavailable.rawValue) }
             }
             #expect(noticed)
@@ -203,7 +203,7 @@ private struct ClusterSandbox {
             daemons.append(daemon)
         }
         for daemon in daemons {
-            let ready = try await eventually(.seconds(60)) { daemon.stderrSoFar.contains("event=daemon.ready") }
+            let ready = try await eventually(.seconds(60), every: .milliseconds(50)) { daemon.stderrSoFar.contains("event=daemon.ready") }
             guard ready else { throw SupportError("a daemon did not get ready: \(daemon.stderrSoFar)") }
         }
         return daemons
@@ -357,17 +357,6 @@ private final class PrivateCluster {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-private func eventually(
-    _ timeout: Duration, every interval: Duration = .milliseconds(50), _ condition: () throws -> Bool
-) async throws -> Bool {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if try condition() { return true }
-        try await Task.sleep(for: interval)
-    }
-    return try condition()
-}
 
 private func directoryNames(_ path: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }

@@ -79,7 +79,7 @@ import Testing
                 binary, inbox, state,
             ]
             try launchSerially(process)
-            while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try await eventually(.seconds(120)) { !process.isRunning })
             #expect(process.terminationStatus == 0)
             #expect(names(inbox).isEmpty)
             #expect(names(state + "/incoming").isEmpty && names(state + "/processing").isEmpty)
@@ -89,10 +89,8 @@ import Testing
     /// Starts a daemon and waits until it is ready.
     func startDaemon(_ arguments: [String]) async throws -> SharepipeProcess {
         let daemon = try SharepipeProcess(arguments)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !daemon.stderrSoFar.contains("event=daemon.ready") {
-            guard ContinuousClock.now < deadline else { throw SupportError("not ready: \(daemon.stderrSoFar)") }
-            try await Task.sleep(for: .milliseconds(20))
+        guard try await eventually(.seconds(30), { daemon.stderrSoFar.contains("event=daemon.ready") }) else {
+            throw SupportError("not ready: \(daemon.stderrSoFar)")
         }
         return daemon
     }
@@ -118,16 +116,24 @@ import Testing
             for index in 0..<1000 {
                 #expect(rename(outside + "/drop-\(index).txt", inbox + "/drop-\(index).txt") == 0)
             }
-            let deadline = ContinuousClock.now + .seconds(180)
-            while storedContents(output).count < expected.count && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            // Anything stored twice would show up in this short grace period.
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await eventually(.seconds(180), every: .milliseconds(200)) {
+                storedContents(output).count >= expected.count
+            })
+            // Anything stored twice would be stored before a last drop is (its settle window ends later) and before
+            // both spools are empty again.
+            let last = "the last drop\n"
+            try writeFile(outside + "/zz-last.txt", last)
+            #expect(rename(outside + "/zz-last.txt", inbox + "/zz-last.txt") == 0)
+            let states = Set([dir + "/state-a", separateStates ? dir + "/state-b" : dir + "/state-a"])
+            #expect(try await eventually(.seconds(60), every: .milliseconds(200)) {
+                storedContents(output).contains(last) && states.allSatisfy { state in
+                    ["staging", "incoming", "processing"].allSatisfy { names(state + "/" + $0).isEmpty }
+                }
+            })
             for daemon in daemons { daemon.signal(SIGTERM) }
             let results = try await daemons.asyncMap { try await $0.exit(timeout: .seconds(30)) }
             #expect(results.allSatisfy { $0.status == 0 })
-            #expect(storedContents(output).sorted() == expected.sorted())
+            #expect(storedContents(output).sorted() == (expected + [last]).sorted())
             #expect(names(inbox).isEmpty, "\(names(inbox).prefix(5))")
             for result in results {
                 let published = result.stderr.components(separatedBy: "event=inbox.published").count - 1

@@ -141,10 +141,7 @@ final class SharepipeProcess: @unchecked Sendable {
     /// Waits for the process to end without holding a thread of the cooperative pool (tests run in parallel on a
     /// pool as wide as the machine has cores); after `timeout` it is killed and the wait throws.
     func exit(timeout: Duration = .seconds(60)) async throws -> ProcessResult {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await eventually(timeout) { !process.isRunning }
         return try waitForExit(timeout: .seconds(5))
     }
 
@@ -166,6 +163,20 @@ final class SharepipeProcess: @unchecked Sendable {
             stdoutData: FileManager.default.contents(atPath: outputDirectory + "/stdout") ?? Data(),
             stderrData: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data())
     }
+}
+
+/// Waits for an event: until `condition` holds, looking every `interval`, for at most `timeout` (a deadline to fail
+/// by, generous since the machine may be loaded, not a time the event is expected to take). Returns whether it holds.
+/// The one waiting helper of this test target.
+func eventually(
+    _ timeout: Duration, every interval: Duration = .milliseconds(20), _ condition: () throws -> Bool
+) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try await Task.sleep(for: interval)
+    }
+    return try condition()
 }
 
 /// The path of the built `sharepipe` binary: `$SHAREPIPE_BINARY` when set, else the one next to the test bundle

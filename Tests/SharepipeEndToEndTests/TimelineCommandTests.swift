@@ -175,12 +175,10 @@ struct TimelineCommandTests {
         }
     }
 
-    /// Polls `condition` every 10 ms for up to 60 s.
+    /// Waits up to 60 s until `condition` holds; throws, naming `what`, when it does not.
     func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw SupportError("timed out waiting until \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await eventually(.seconds(60), every: .milliseconds(10), condition) else {
+            throw SupportError("timed out waiting until \(what)")
         }
     }
 }

@@ -16,7 +16,7 @@ public struct Consumer: Sendable {
     public let processor: any Processor
     /// Workers, retries, polling, shutdown and retention.
     public let configuration: ConsumerConfiguration
-    private let doorbell = Doorbell()
+    private let doorbell: Doorbell
     /// `processing` as an absolute path, for the paths handed to processors.
     private let processingDirectory: String
 
@@ -25,6 +25,7 @@ public struct Consumer: Sendable {
         self.spool = spool
         self.processor = processor
         self.configuration = configuration
+        doorbell = Doorbell(clock: configuration.clock)
         let root = spool.root.hasPrefix("/") ? spool.root : FileManager.default.currentDirectoryPath + "/" + spool.root
         processingDirectory = root + "/" + Spool.Stage.processing.rawValue
     }
@@ -34,10 +35,10 @@ public struct Consumer: Sendable {
     public func run() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await work(untilEmpty: false) }
-            group.addTask {
+            group.addTask { [clock = configuration.clock] in
                 while !Task.isCancelled {
                     _ = try applyRetention()
-                    try? await Task.sleep(for: .seconds(3600))
+                    try? await clock.sleep(for: .seconds(3600))
                 }
             }
             defer { group.cancelAll() }
@@ -93,6 +94,7 @@ public struct Consumer: Sendable {
 
     private func runPool(_ dispatcher: Dispatcher, threads: [WorkerThread]) async {
         let deadline = configuration.shutdownDeadline
+        let clock = configuration.clock
         await withTaskGroup(of: Bool.self) { group in
             for thread in threads {
                 group.addTask(executorPreference: thread) {
@@ -102,7 +104,7 @@ public struct Consumer: Sendable {
             }
             group.addTask {
                 await dispatcher.waitForStop()
-                if !Task.isCancelled { try? await Task.sleep(for: deadline) }
+                if !Task.isCancelled { try? await clock.sleep(for: deadline) }
                 return false
             }
             var workers = threads.count
@@ -136,6 +138,7 @@ public struct Consumer: Sendable {
     /// One attempt at one claimed share.
     private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher) async throws {
         let shareID = claim.shareID
+        let clock = configuration.clock
         let maxAttempts = max(1, configuration.maxAttempts)
         let attempt = claim.previousAttempts + 1
         let policy = ShareLifecycle.RetryPolicy(
@@ -144,12 +147,13 @@ public struct Consumer: Sendable {
             // Every allowed attempt is used up; the last ones were cut short by crashes.
             let error = ShareError(
                 .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
-            try spool.fail(claim, error: error, durationMilliseconds: nil, policy: policy)
+            try spool.fail(
+                claim, error: error, durationMilliseconds: nil, policy: policy, now: clock.wallMilliseconds())
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return
         }
-        let started = System.monotonicNanoseconds()
+        let started = clock.monotonicNanoseconds()
         var failure: ShareError?
         do {
             let manifest = try spool.manifest(.processing, shareID)
@@ -164,14 +168,15 @@ public struct Consumer: Sendable {
             }
             failure = error as? ShareError ?? ShareError(.processorFailed, "the processor failed: \(error)")
         }
-        let duration = Int64((System.monotonicNanoseconds() - started) / 1_000_000)
+        let duration = Int64((clock.monotonicNanoseconds() - started) / 1_000_000)
         guard let failure else {
             spool.complete(claim, durationMilliseconds: duration)
             dispatcher.count(\.processed)
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return
         }
-        switch try spool.fail(claim, error: failure, durationMilliseconds: duration, policy: policy) {
+        let failedAt = clock.wallMilliseconds()
+        switch try spool.fail(claim, error: failure, durationMilliseconds: duration, policy: policy, now: failedAt) {
         case .quarantined:
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt, code: failure.code, milliseconds: duration)
@@ -225,7 +230,7 @@ private final class Dispatcher: Sendable {
     private let spool: Spool
     private let configuration: ConsumerConfiguration
     private let doorbell: Doorbell
-    private let stopBell = Doorbell()
+    private let stopBell: Doorbell
     private let untilEmpty: Bool
     private let state = Mutex(State())
 
@@ -234,6 +239,7 @@ private final class Dispatcher: Sendable {
         self.configuration = configuration
         self.doorbell = doorbell
         self.untilEmpty = untilEmpty
+        stopBell = Doorbell(clock: configuration.clock)
     }
 
     func next() throws -> Next {
@@ -254,7 +260,7 @@ private final class Dispatcher: Sendable {
                 }
                 var wait = configuration.pollInterval
                 if let earliest = state.earliestDeferred {
-                    wait = min(wait, .milliseconds(max(1, earliest - LedgerClock.now())))
+                    wait = min(wait, .milliseconds(max(1, earliest - configuration.clock.wallMilliseconds())))
                 }
                 // The next wait ends with a fresh look at `incoming`.
                 state.dry = false
@@ -283,7 +289,7 @@ private final class Dispatcher: Sendable {
         }
         var earliest = state.withLock { $0.earliestDeferred }
         if candidates.isEmpty {
-            let deferred = try spool.ledger.deferredShares(now: LedgerClock.now())
+            let deferred = try spool.ledger.deferredShares(now: configuration.clock.wallMilliseconds())
             earliest = nil
             for shareID in try spool.shareIDs(in: .incoming).reversed() {
                 if let notBefore = deferred[shareID] {

@@ -16,6 +16,8 @@ public struct ConsumerConfiguration: Sendable {
     public var eventRetention: Duration = .seconds(30 * 86_400)
     /// Where processed, retried and quarantined shares are logged, if anywhere.
     public var logger: Logger?
+    /// The time that backoff, not-before checks, polling, shutdown and retention are measured in.
+    var clock: any SharepipeClock = SystemClock()
 
     /// The defaults documented in the README.
     public init() {}

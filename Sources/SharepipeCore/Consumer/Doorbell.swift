@@ -1,6 +1,7 @@
 import Synchronization
 
 /// Wakes idle workers: `ring()` resumes every waiter at once, or the next one to wait when nobody waits.
+/// Timeouts are measured on `clock`.
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
@@ -9,6 +10,11 @@ final class Doorbell: Sendable {
     }
 
     private let state = Mutex(State())
+    private let clock: any SharepipeClock
+
+    init(clock: any SharepipeClock = SystemClock()) {
+        self.clock = clock
+    }
 
     func ring() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -30,7 +36,7 @@ final class Doorbell: Sendable {
         }
         if rung || timeout <= .zero { return }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { [clock] in try? await clock.sleep(for: timeout) }
             group.addTask { await self.waitForRing() }
             await group.next()
             group.cancelAll()

@@ -9,12 +9,15 @@ struct LeaseKeeper: Sendable {
     let logger: Logger
     /// How often to look: a third of the lease.
     let interval: Duration
+    /// The time the turns are measured in.
+    let clock: any SharepipeClock
 
-    init?(spool: Spool, consumer: Consumer, logger: Logger) {
+    init?(spool: Spool, consumer: Consumer, logger: Logger, clock: any SharepipeClock = SystemClock()) {
         guard let lease = spool.ledger.leaseDuration else { return nil }
         self.spool = spool
         self.consumer = consumer
         self.logger = logger
+        self.clock = clock
         interval = max(lease / 3, .milliseconds(100))
     }
 
@@ -22,7 +25,7 @@ struct LeaseKeeper: Sendable {
     func run() async throws {
         var reconnections = spool.ledger.reconnections
         while true {
-            try await Task.sleep(for: interval)
+            try await clock.sleep(for: interval)
             do {
                 let expired = try spool.ledger.pickExpiredClaims(limit: 256)
                 let current = spool.ledger.reconnections

@@ -32,19 +32,23 @@ struct InboxWatcher: Sendable {
     var rescanInterval: Duration
     /// The names to leave alone.
     var ignore: IgnoreRules
+    /// The time that settle windows, scan intervals and rescans are measured in.
+    var clock: any SharepipeClock
 
     /// The error that ends the stream when the inbox itself goes away.
     static let inboxGone = ShareError(.io, "inbox was deleted or moved")
 
     init(
         inbox: String, settle: Duration = .milliseconds(250), poll: Duration? = nil,
-        rescanInterval: Duration = .seconds(60), ignore: IgnoreRules = .default
+        rescanInterval: Duration = .seconds(60), ignore: IgnoreRules = .default,
+        clock: any SharepipeClock = SystemClock()
     ) {
         self.inbox = inbox
         self.settle = settle
         self.poll = poll
         self.rescanInterval = rescanInterval
         self.ignore = ignore
+        self.clock = clock
     }
 
     /// Starts watching and returns the ready entries as they come. The stream's buffer is unbounded, so a consumer
@@ -82,7 +86,9 @@ struct InboxWatcher: Sendable {
             var poller = InboxPoller(inbox: inbox, ignore: ignore)
             yield(try poller.scan())
             scanned()
-            while try !System.waitReadable([wake.pollDescriptor], timeout: poll.nanoseconds)[0] {
+            while try !clock.waitReadable(
+                [wake.pollDescriptor], until: clock.monotonicNanoseconds() + poll.nanoseconds)[0]
+            {
                 yield(try poller.scan())
             }
             return
@@ -92,20 +98,20 @@ struct InboxWatcher: Sendable {
         var tracker = try InboxTracker(
             inbox: inbox, settle: settle.nanoseconds, patience: rescanInterval, ignore: ignore)
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        var now = System.monotonicNanoseconds()
+        var now = clock.monotonicNanoseconds()
         yield(try tracker.rescan(now: now, overflow: false))
         scanned()
         var nextRescan = now + rescanInterval
         while true {
             let deadline = min(tracker.nextDeadline ?? nextRescan, nextRescan)
-            let timeout = deadline > now ? deadline - now : 0
-            let ready = try System.waitReadable([wake.pollDescriptor, tracker.inotify.pollDescriptor], timeout: timeout)
+            let ready = try clock.waitReadable(
+                [wake.pollDescriptor, tracker.inotify.pollDescriptor], until: deadline)
             if ready[0] { return }
             if ready[1] {
                 let events = try tracker.inotify.readAvailable(into: &buffer)
-                yield(try tracker.handle(events, now: System.monotonicNanoseconds()))
+                yield(try tracker.handle(events, now: clock.monotonicNanoseconds()))
             }
-            now = System.monotonicNanoseconds()
+            now = clock.monotonicNanoseconds()
             if now >= nextRescan {
                 yield(try tracker.rescan(now: now, overflow: false))
                 nextRescan = now + rescanInterval

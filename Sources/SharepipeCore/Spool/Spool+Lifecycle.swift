@@ -120,9 +120,8 @@ extension Spool {
     @discardableResult
     func fail(
         _ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64?,
-        policy: ShareLifecycle.RetryPolicy
+        policy: ShareLifecycle.RetryPolicy, now: Int64 = LedgerClock.now()
     ) throws -> FailedAttempt {
-        let now = LedgerClock.now()
         let attempt = claim.previousAttempts + 1
         let quarantines = durationMilliseconds == nil || attempt >= max(1, policy.maxAttempts)
         let first = quarantines ? try ledger.firstAttemptAt(shareID: claim.shareID) : nil
