@@ -38,7 +38,8 @@ private final class HeldLock: Sendable {
 }
 
 /// Claim, process, complete (kill -9 safe at every step):
-/// 1. `rename(incoming/S, processing/S)` without replacing: one claimer wins, the others get ENOENT and move on;
+/// 1. `rename(incoming/S, processing/S)` without replacing (`ExclusiveMove.claim`): one claimer wins, the others
+///    get ENOENT and move on;
 /// 2. the directory `processing/S` opened and locked with an exclusive `flock` (the lock belongs to the directory
 ///    and moves with it, as the loader's lock on `staging/S` does — so the claimer waits the few milliseconds until
 ///    the loader that published S lets go), then checked to still be the directory at `processing/S` — a claimer
@@ -60,7 +61,9 @@ extension Spool {
         var held: [HeldLock] = []
         for shareID in shareIDs {
             do {
-                guard try directories.incoming.renameNoReplace(shareID, into: directories.processing) else { continue }
+                guard try ExclusiveMove.claim(
+                    shareID, from: directories.incoming, to: directories.processing, capabilities: capabilities)
+                else { continue }
             } catch let error as ShareError where error.errno == ENOENT {
                 continue
             }
@@ -116,7 +119,9 @@ extension Spool {
 
     /// Renames `processing/S` back to `incoming/S`.
     func moveBack(_ shareID: String) throws {
-        guard try directories.processing.renameNoReplace(shareID, into: directories.incoming) else {
+        guard try ExclusiveMove.share(
+            shareID, from: directories.processing, to: directories.incoming, capabilities: capabilities)
+        else {
             throw ShareError(.io, "share \(shareID) is both in processing and in incoming", errno: EEXIST)
         }
     }

@@ -54,7 +54,9 @@ extension Spool {
 
     /// Step 3 of quarantine, also used by recovery to finish it.
     func moveToQuarantine(_ shareID: String) throws {
-        guard try directories.processing.renameNoReplace(shareID, into: directories.quarantine) else {
+        guard try ExclusiveMove.share(
+            shareID, from: directories.processing, to: directories.quarantine, capabilities: capabilities)
+        else {
             throw ShareError(.io, "share \(shareID) is both in processing and in quarantine", errno: EEXIST)
         }
         try directories.quarantine.sync()
@@ -83,7 +85,9 @@ extension Spool {
     /// The file-system half of requeue, also used by recovery to finish it.
     func finishRequeue(_ shareID: String) throws {
         try System.removeTree(path(.quarantine, shareID) + "/" + QuarantineReason.fileName)
-        guard try directories.quarantine.renameNoReplace(shareID, into: directories.incoming) else {
+        guard try ExclusiveMove.share(
+            shareID, from: directories.quarantine, to: directories.incoming, capabilities: capabilities)
+        else {
             throw ShareError(.io, "share \(shareID) is both in quarantine and in incoming", errno: EEXIST)
         }
         try directories.incoming.sync()

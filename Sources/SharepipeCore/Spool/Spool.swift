@@ -23,6 +23,10 @@ public final class Spool: Sendable {
     let publisher: SpoolPublisher
     /// Records completions in batches.
     let completer: SpoolCompleter
+    /// What the state directory's file system honours, probed when the spool opens.
+    let capabilities: FileSystemCapabilities
+    /// How the publisher makes a batch durable there.
+    let barrier: DurabilityBarrier
 
     /// Stage directories.
     public enum Stage: String, Sendable, CaseIterable {
@@ -71,9 +75,11 @@ public final class Spool: Sendable {
         self.logger = logger
         do {
             directories = try Directories(root: self.root)
+            capabilities = try FileSystemCapabilities.probeOnce(self.root)
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
+        barrier = DurabilityBarrier(capabilities)
         publisher = SpoolPublisher()
         completer = SpoolCompleter()
     }

@@ -9,7 +9,8 @@ import Synchronization
 /// step before any passes the next, so DESIGN's per-share orderings hold, and each barrier is paid once per batch:
 ///
 /// 1. `barrier` — one `syncfs` of the state file system makes every copy, manifest and `staging/S` entry of the
-///    batch durable. Crash before: recovery deletes `staging/S`; the sources are untouched.
+///    batch durable; where `syncfs` is no barrier, each file and `staging/S` is synced (`DurabilityBarrier`).
+///    Crash before: recovery deletes `staging/S`; the sources are untouched.
 /// 2. `recordStaged` — one ledger commit records the shares and their source identities as staged.
 ///    Crash after: recovery deletes `staging/S` and records the shares rejected; the sources are ingested again.
 /// 3. `renamed` — each `staging/S` renamed to `incoming/S`, then one fsync of `incoming`. The shares are visible.
@@ -163,7 +164,7 @@ final class SpoolPublisher: Sendable {
         let records = batch.map(\.record)
         do {
             try step(.barrier)
-            try spool.directories.root.syncFileSystem()
+            try spool.barrier.makeDurable(batch.map(\.shareID), in: spool.directories.staging)
             reached(.barrier)
         } catch {
             return rollBack(batch, spool: spool, error: error, recorded: false)
