@@ -66,6 +66,12 @@ enum ExclusiveMove {
             // Only a second renamer after a stale-claim race can meet this: the share was moved by the other.
             won = false
             return false
+        } catch let error as ShareError where error.errno == ENOTEMPTY || error.errno == EEXIST {
+            // A share of that id is in `processing` already (a broken spool): refused, as RENAME_NOREPLACE would,
+            // and the claim taken back so that the share is not blocked for others once it is repaired.
+            won = false
+            try? incoming.unlink(claim)
+            return false
         }
         for name in try processing.names(in: shareID) where name.hasPrefix(claimName) {
             try? processing.unlink(shareID + "/" + name)
