@@ -168,9 +168,11 @@ public struct StoreProcessor: Processor {
 
     /// Removes the cross-device temporaries (`.sharepipe-<file-id>.tmp`) that crashed attempts left in the output's
     /// directories, down to the depth of the store-path template, and returns how many. Only names the store makes
-    /// are touched (the prefix, a UUID, the suffix), and none that a live copy holds locked. Each is safe to remove:
-    /// one with two links has its final name, one with a single link is an unfinished copy whose source is still in
-    /// `processing/S` (the source goes only after the final link), so the retry copies it again.
+    /// are touched (the prefix, a UUID, the suffix), only those with a single link, and none that a live copy holds
+    /// locked: such a temporary is an unfinished copy whose source is still in `processing/S` (the source goes only
+    /// after the final link), so the retry copies it again. A temporary with two links is left alone: it tells the
+    /// retry that the final name exists (without it the retry would store the file a second time), and the retry
+    /// removes it.
     public func removeLeftTemporaries() -> Int {
         var removed = 0
         var level = [output]
@@ -200,7 +202,10 @@ public struct StoreProcessor: Processor {
 
     private static func removeUnlocked(_ path: String) throws -> Bool {
         let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        guard try file.status().kind == .regular, try file.lock(exclusive: true, nonBlocking: true) else { return false }
+        let status = try file.status()
+        guard status.kind == .regular, status.linkCount == 1, try file.lock(exclusive: true, nonBlocking: true) else {
+            return false
+        }
         try System.unlink(path)
         return true
     }
