@@ -34,30 +34,73 @@ enum FuseEnvironment {
     static let sshfsTools = ["sshfs", "/usr/sbin/sshd", "ssh-keygen"]
 }
 
+/// A child process started with `posix_spawnp` and reaped with `waitpid`, for the tools and file-system servers of
+/// these tests (Foundation's `Process` left some of these children unreaped under load, and its wait then hung).
+final class SpawnedProcess: @unchecked Sendable {
+    let pid: pid_t
+    private let lock = NSLock()
+    private var exitStatus: Int32?
+
+    /// Starts `arguments` (looked up in PATH) with stdin from /dev/null and stdout and stderr appended to `output`.
+    init(_ arguments: [String], output: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawnp(&child, arguments[0], &actions, nil, &argv, environ)
+        guard result == 0 else { throw SupportError("cannot start \(arguments[0]): errno \(result)") }
+        pid = child
+    }
+
+    /// Whether the process still runs (reaping it when it has ended).
+    var isRunning: Bool {
+        lock.withLock {
+            guard exitStatus == nil else { return false }
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            } else if reaped < 0 {
+                exitStatus = -1
+            }
+            return exitStatus == nil
+        }
+    }
+
+    /// Waits for the end (polling every 5 ms, `timeout` at most, then SIGKILL); the exit status (128 + signal when
+    /// killed by one; -1 when it could not be read).
+    @discardableResult
+    func wait(timeout: Duration = .seconds(60)) -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline { kill(pid, SIGKILL) }
+            usleep(5_000)
+        }
+        return lock.withLock { exitStatus ?? -1 }
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    deinit {
+        if isRunning {
+            kill(pid, SIGKILL)
+            wait()
+        }
+    }
+}
+
 /// Runs a command to its end (a minute at most) and returns its status and output; throws when it cannot start.
 @discardableResult
 func runTool(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
     let log = NSTemporaryDirectory() + "sharepipe-tool-" + UUID().uuidString
-    _ = FileManager.default.createFile(atPath: log, contents: nil)
     defer { try? FileManager.default.removeItem(atPath: log) }
-    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-    process.standardOutput = handle
-    process.standardError = handle
-    process.standardInput = FileHandle.nullDevice
-    try launchSerially(process)
-    try? handle.close()
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw SupportError("\(arguments.joined(separator: " ")) did not end within \(timeout)")
-    }
-    let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, output)
+    let status = try SpawnedProcess(arguments, output: log).wait(timeout: timeout)
+    return (status, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
 }
 
 /// The powercutfs binary, built once per test run from `Tests/PowerCutFS/powercutfs.c` into `.build/powercutfs/`.
@@ -83,7 +126,7 @@ final class FuseMount: @unchecked Sendable {
     let mountpoint: String
     /// The command that serves the file system in the foreground.
     private let command: [String]
-    private var process: Process?
+    private var process: SpawnedProcess?
     private var log: String { mountpoint + ".log" }
 
     init(_ command: [String], at mountpoint: String) {
@@ -110,17 +153,7 @@ final class FuseMount: @unchecked Sendable {
     /// Starts the server and returns once the file system is mounted (ten seconds at most).
     func mount() throws {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        handle.seekToEndOfFile()
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try launchSerially(process)
-        try? handle.close()
+        let process = try SpawnedProcess(command, output: log)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(10)
         while !isMounted {
@@ -137,10 +170,8 @@ final class FuseMount: @unchecked Sendable {
     /// The power cut: the server dies at once (SIGKILL), with everything it held in memory, and the dead mount is
     /// detached. `mount()` serves the backing directory again, as it was on disk.
     func powerCut() throws {
-        if let process {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process?.signal(SIGKILL)
+        process?.wait()
         process = nil
         try detach()
     }
@@ -149,12 +180,7 @@ final class FuseMount: @unchecked Sendable {
     func unmount() {
         guard let process else { return }
         if isMounted { _ = try? runTool(["fusermount3", "-u", mountpoint]) }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.wait(timeout: .seconds(10))
         self.process = nil
         try? detach()
     }
@@ -175,7 +201,7 @@ final class FuseMount: @unchecked Sendable {
 final class LocalSSHServer: @unchecked Sendable {
     let directory: String
     let port: Int
-    private let process: Process
+    private let process: SpawnedProcess
 
     init(directory: String) throws {
         self.directory = directory
@@ -211,13 +237,8 @@ final class LocalSSHServer: @unchecked Sendable {
 
             """
         try config.write(toFile: directory + "/sshd_config", atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/sshd")
-        process.arguments = ["-D", "-e", "-f", directory + "/sshd_config"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try launchSerially(process)
+        process = try SpawnedProcess(
+            ["/usr/sbin/sshd", "-D", "-e", "-f", directory + "/sshd_config"], output: directory + "/sshd.log")
         let deadline = ContinuousClock.now + .seconds(10)
         while !Self.isListening(port) {
             guard process.isRunning, ContinuousClock.now < deadline else { throw SupportError("sshd did not start") }
@@ -249,8 +270,8 @@ final class LocalSSHServer: @unchecked Sendable {
     }
 
     deinit {
-        process.terminate()
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.wait(timeout: .seconds(10))
     }
 }
 

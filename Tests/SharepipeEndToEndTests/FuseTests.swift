@@ -64,10 +64,10 @@ struct FuseTests {
                 let (inbox, state, output) = (place("inbox", .inbox), place("state", .state), place("output", .output))
                 let scratch = place("scratch", .inbox)
                 var drops = DropSet()
-                let names = try drops.prepare(100, in: scratch, tag: "\(kind.rawValue)-\(location.rawValue)")
+                let names = try drops.prepare(60, in: scratch, tag: "\(kind.rawValue)-\(location.rawValue)")
                 try drops.release(names, from: scratch, into: inbox)
 
-                let doctor = try runSharepipe([
+                let doctor = try await runSharepipeAsync([
                     "doctor", "--state", state, "--inbox", inbox, "--output", output, "--json",
                 ])
                 let checks = try #require(try doctor.json as? [[String: Any]])
