@@ -12,7 +12,8 @@ import Testing
 /// (the server killed, unsynced data gone), the file system served again from what reached its disk, and the
 /// daemon restarted until the inbox is drained. Then every dropped file is in the output exactly once, byte for
 /// byte (SHA-256), nothing in the output is empty or a store temporary, and the inbox and every stage are empty.
-/// `SHAREPIPE_TEST_POWERCUT_ROUNDS=10` runs ten random-moment rounds per layout instead of one.
+/// `SHAREPIPE_TEST_POWERCUT_ROUNDS=10` runs ten random-moment rounds per layout instead of one;
+/// `SHAREPIPE_TEST_POWERCUT_LAYOUTS=all,state` runs only those layouts.
 @Suite(
     .serialized, .enabled(if: FuseEnvironment.enabled(FuseEnvironment.powerCutTools), "FUSE or gcc is missing"),
     .timeLimit(.minutes(15)))
@@ -35,8 +36,11 @@ struct PowerCutTests {
         "barrier", "record-staged", "renamed", "sources-unlinked", "record-published", "record-processed", "removed",
     ]
     static let randomRounds = Int(ProcessInfo.processInfo.environment["SHAREPIPE_TEST_POWERCUT_ROUNDS"] ?? "") ?? 1
+    static let layouts = ProcessInfo.processInfo.environment["SHAREPIPE_TEST_POWERCUT_LAYOUTS"].map { list in
+        list.split(separator: ",").compactMap { Layout(rawValue: String($0)) }
+    } ?? Layout.allCases
 
-    @Test(arguments: Layout.allCases)
+    @Test(arguments: layouts)
     func aPowerCutLosesNoDropStoresNoneTwiceAndTearsNone(layout: Layout) async throws {
         try await withTemporaryDirectory { dir in
             let backing = dir + "/backing"
