@@ -33,7 +33,7 @@ import Testing
             let processing = dir + "/processing"
             for path in [incoming, processing] { try System.makeDirectory(path) }
             let shares = (0..<200).map { _ in UUID().uuidString }
-            for share in shares { try writeFile(incoming + "/" + share + "/manifest.json", "{}") }
+            for share in shares { try put(incoming + "/" + share + "/manifest.json", "{}") }
             let from = try OpenDirectory(path: incoming)
             let to = try OpenDirectory(path: processing)
             let won = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -61,8 +61,8 @@ import Testing
             let processing = try OpenDirectory(path: dir + "/p")
             let (dead, live) = (UUID().uuidString, UUID().uuidString)
             for share in [dead, live] {
-                try writeFile(dir + "/" + share + "/manifest.json", "{}")
-                try writeFile(dir + "/" + share + "/.claim.owner", "")
+                try put(dir + "/" + share + "/manifest.json", "{}")
+                try put(dir + "/" + share + "/.claim.owner", "")
                 #expect(try incoming.link(share + "/.claim.owner", to: share + "/.claim"))
             }
             // The live owner holds its claim file's lock.
@@ -80,23 +80,23 @@ import Testing
         try await withTemporaryDirectory { dir in
             for stage in ["a", "b"] { try System.makeDirectory(dir + "/" + stage) }
             let share = UUID().uuidString
-            try writeFile(dir + "/a/\(share)/manifest.json", "first")
-            try writeFile(dir + "/b/\(share)/manifest.json", "second")
+            try put(dir + "/a/\(share)/manifest.json", "first")
+            try put(dir + "/b/\(share)/manifest.json", "second")
             let (a, b) = (try OpenDirectory(path: dir + "/a"), try OpenDirectory(path: dir + "/b"))
             #expect(try !ExclusiveMove.share(share, from: a, to: b, capabilities: Self.refusing))
             #expect(try String(contentsOfFile: dir + "/b/\(share)/manifest.json", encoding: .utf8) == "second")
             try System.removeTree(dir + "/b/" + share)
             #expect(try ExclusiveMove.share(share, from: a, to: b, capabilities: Self.refusing))
 
-            try writeFile(dir + "/file", "dropped")
-            try writeFile(dir + "/taken", "already there")
+            try put(dir + "/file", "dropped")
+            try put(dir + "/taken", "already there")
             #expect(try !ExclusiveMove.inboxEntry(dir + "/file", to: dir + "/taken", capabilities: Self.refusing))
             #expect(try ExclusiveMove.inboxEntry(dir + "/file", to: dir + "/free", capabilities: Self.refusing))
             #expect(try String(contentsOfFile: dir + "/free", encoding: .utf8) == "dropped")
             #expect(try System.lstatIfPresent(dir + "/file") == nil)
-            try writeFile(dir + "/folder/x", "x")
+            try put(dir + "/folder/x", "x")
             try System.makeDirectory(dir + "/reserved")
-            try writeFile(dir + "/reserved/y", "y")
+            try put(dir + "/reserved/y", "y")
             #expect(try !ExclusiveMove.inboxEntry(dir + "/folder", to: dir + "/reserved", capabilities: Self.refusing))
             #expect(try ExclusiveMove.inboxEntry(dir + "/folder", to: dir + "/moved", capabilities: Self.refusing))
             #expect(try System.listDirectory(dir + "/moved") == ["x"])
@@ -108,8 +108,8 @@ import Testing
             let staging = try OpenDirectory(path: dir)
             let shares = (0..<20).map { _ in UUID().uuidString }
             for share in shares {
-                try writeFile(dir + "/\(share)/manifest.json", "{}")
-                try writeFile(dir + "/\(share)/copy.txt", "copy")
+                try put(dir + "/\(share)/manifest.json", "{}")
+                try put(dir + "/\(share)/copy.txt", "copy")
             }
             try DurabilityBarrier(Self.refusing).makeDurable(shares, in: staging)
             #expect(DurabilityBarrier(Self.refusing).method == .fsync)
@@ -126,14 +126,22 @@ import Testing
             let output = dir + "/out"
             let orphan = ".sharepipe-\(UUID().uuidString).tmp"
             let linked = ".sharepipe-\(UUID().uuidString).tmp"
-            try writeFile(output + "/text/" + orphan, "half a copy")
-            try writeFile(output + "/text/" + linked, "a whole copy")
+            try put(output + "/text/" + orphan, "half a copy")
+            try put(output + "/text/" + linked, "a whole copy")
             #expect(link(output + "/text/" + linked, output + "/text/note.txt") == 0)
-            try writeFile(output + "/text/.sharepipe-notes.tmp", "the user's")
-            try writeFile(output + "/" + orphan, "at the top")
+            try put(output + "/text/.sharepipe-notes.tmp", "the user's")
+            try put(output + "/" + orphan, "at the top")
             let removed = StoreProcessor(output: output).removeLeftTemporaries()
             #expect(removed == 2)
-            #expect(try System.listDirectory(output + "/text").sorted() == [".sharepipe-notes.tmp", linked, "note.txt"])
+            let left = try System.listDirectory(output + "/text").sorted()
+            #expect(left == [".sharepipe-notes.tmp", linked, "note.txt"].sorted(), "\(left)")
         }
     }
+}
+
+/// Writes a small file, creating its missing parent directories.
+private func put(_ path: String, _ text: String) throws {
+    try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
 }

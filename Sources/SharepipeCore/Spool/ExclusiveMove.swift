@@ -25,9 +25,8 @@ enum ExclusiveMove {
     /// FUSE server's own file system) and fails with EEXIST for every caller but the first, so `.claim` names
     /// exactly one claimer's file; a claimer renames only after its own link stands, so exactly one renames. The
     /// rename itself consumes the name `incoming/S`, so even a second renamer (see stale claims) would find it
-    /// gone (ENOENT) rather than move the share a second time. No claim file can be created in `processing/S`
-    /// after the rename (every claimer creates through the path `incoming/S`), so the winner's clean-up leaves the
-    /// share as it was published.
+    /// gone (ENOENT) rather than move the share a second time. The winner's clean-up leaves the share as it was
+    /// published; a loser whose create raced the rename finds its file in `processing/S` and removes it there.
     ///
     /// A claimer that dies between the link and the rename leaves `.claim` behind, and its `flock` dies with it: the
     /// next claimer to meet a `.claim` that is not its own takes the lock without waiting — it is granted only when
@@ -51,7 +50,11 @@ enum ExclusiveMove {
         }
         guard try owned.lock(exclusive: true, nonBlocking: true) else { return false }
         var won = false
-        defer { if !won { try? incoming.unlink(mine) } }
+        defer {
+            // A loser removes its own file: from `incoming/S`, or from `processing/S` when its create raced the
+            // winner's rename (the path was resolved before the rename, the file made after it).
+            if !won, (try? incoming.unlink(mine)) == nil { try? processing.unlink(mine) }
+        }
         for attempt in 0..<2 {
             let linked = try linkClaim(mine, to: claim, in: incoming, owned: owned)
             if linked {
