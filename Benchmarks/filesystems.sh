@@ -65,7 +65,7 @@ run() {
 }
 
 echo "$DROPS drops of 4 KiB, daemon --oneshot --processor discard ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-fstype=$(stat -f -c %T "$WORK")
+fstype=$(df --output=fstype "$WORK" | tail -n 1)
 mkdir -p "$WORK/local"
 run "$fstype, syncfs (probed)" "$WORK/local" ""
 run "$fstype, fsync per file" "$WORK/local" fsync

@@ -278,10 +278,12 @@ final class LocalSSHServer: @unchecked Sendable {
 /// Drops for the file-system tests: files of distinct random contents (a few hundred bytes to 40 KiB), each written
 /// beside the inbox and fsynced (`prepare`), then renamed in (`release`), as a careful program drops a file.
 struct DropSet {
-    /// 128 KiB of random printable bytes.
+    /// 128 KiB of random lower-case words and line breaks: plain text to libmagic (random printable bytes now
+    /// and then look like some program's source to it, and the drop is rejected as a type mismatch).
     private static let filler: [UInt8] = {
         var generator = SystemRandomNumberGenerator()
-        return (0..<(128 << 10)).map { _ in UInt8(truncatingIfNeeded: generator.next() % 95 + 0x20) }
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz     \n".utf8)
+        return (0..<(128 << 10)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
     }()
 
     /// SHA-256 of every prepared file, one entry per drop.

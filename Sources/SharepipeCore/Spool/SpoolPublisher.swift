@@ -23,7 +23,9 @@ import Synchronization
 /// `syncfs` rather than one fsync per file: measured on ext4 here, one `syncfs` after n small copies costs about the
 /// same as one fsync (one journal commit), while n fsyncs — even issued from parallel threads — cost several
 /// commits, and each fsync of a directory needs a descriptor opened only for it. Its price is that it also flushes
-/// unrelated dirty data of the state file system; the state directory is meant to be sharepipe's own.
+/// unrelated dirty data of the state file system; the state directory is meant to be sharepipe's own. Where `syncfs`
+/// is no barrier (FUSE, NFS: see `FileSystemCapabilities`) the barrier syncs file by file (`DurabilityBarrier`);
+/// on ext4 that measured about a fifth slower (docs/spool.md), so `syncfs` stays wherever it is a barrier.
 final class SpoolPublisher: Sendable {
     /// The steps of a batch, in order; a test can stop the process right after any of them.
     enum Step: String, Sendable, CaseIterable {
