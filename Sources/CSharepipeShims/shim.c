@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
@@ -131,4 +132,14 @@ int sharepipe_available_bytes(const char *path, uint64_t *bytes) {
 
 int sharepipe_syncfs(int fd) {
     return syncfs(fd);
+}
+
+int sharepipe_filesystem_type(int fd, uint64_t *type, uint64_t *total_bytes) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) {
+        return -1;
+    }
+    *type = (uint64_t)info.f_type;
+    *total_bytes = (uint64_t)info.f_blocks * (uint64_t)(info.f_frsize > 0 ? info.f_frsize : info.f_bsize);
+    return 0;
 }

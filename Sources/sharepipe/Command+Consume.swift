@@ -52,6 +52,9 @@ struct ConsumeCommand: Command {
     func run() async throws -> ExitCode {
         let spool = try Spool(root: state, ledger: ledger)
         let recovery = try spool.recover()
+        if case .store(let output, let path) = processor {
+            _ = StoreProcessor(output: output, path: path, registry: registry).removeLeftTemporaries()
+        }
         let consumer = Consumer(
             spool: spool, processor: Daemon.makeProcessor(processor, registry: registry), configuration: configuration)
         let summary = try await cancellingOnSignals { try await consumer.drain() }

@@ -11,7 +11,7 @@ struct DoctorCommand: Command {
     static let name = "doctor"
     static let abstract = "Check that this host can run sharepipe; exit 1 when a check fails."
     static let options: [any OptionDeclaration] =
-        [ProcessorOptions.state, inbox, config] + LedgerOptions.all + [CommonOptions.json] + SpoolLimitOptions.all
+        [ProcessorOptions.state, inbox, ProcessorOptions.output, config] + LedgerOptions.all + [CommonOptions.json] + SpoolLimitOptions.all
         + [DaemonCommand.maxFileSize]
     static let discussion = """
         Checks: libmagic's database loads and sniffs a JPEG header as image/jpeg; the state directory exists (or
@@ -20,9 +20,11 @@ struct DoctorCommand: Command {
         /proc/sys/fs/inotify (unknown, not a failure, under systemd's ProcSubset=pid); free space on the state
         directory's file system (a failure under --min-free, a warning under --min-free plus --max-file-size); the
         spool limits in force (--min-free, --max-pending-shares, --max-pending-bytes, --max-file-size, from the
-        command line, else the config file, else the defaults); and with --config, that the file parses and every
-        key is a daemon option with a valid value. Nothing is created or changed: writability is proven with an
-        empty probe file that is removed at once.
+        command line, else the config file, else the defaults); for the state directory, the inbox and the output,
+        the file system's type, the barrier (syncfs or fsync per file), the claim method (renameat2 or link) and the
+        capacity (unknown where statfs reports none: --min-free is then not applied); and with --config, that the
+        file parses and every key is a daemon option with a valid value. Nothing is created or changed: writability
+        is proven with an empty probe file, and the rename flag with a scratch directory, removed at once.
         """
 
     /// One check in the JSON array; every key always present, `hint` null when the check passed.
@@ -50,6 +52,7 @@ struct DoctorCommand: Command {
 
     let state: String?
     let inboxPath: String?
+    let outputPath: String?
     let configPath: String?
     let ledgerGiven: [(String, String?)]
     let json: Bool
@@ -59,6 +62,7 @@ struct DoctorCommand: Command {
     init(arguments: ParsedArguments) throws {
         state = arguments[ProcessorOptions.state]
         inboxPath = arguments[Self.inbox]
+        outputPath = arguments.isSpecified(ProcessorOptions.output) ? arguments[ProcessorOptions.output] : nil
         configPath = arguments[Self.config]
         ledgerGiven = [
             ("ledger", arguments.isSpecified(LedgerOptions.ledger) ? arguments[LedgerOptions.ledger] : nil),
@@ -80,18 +84,21 @@ struct DoctorCommand: Command {
         var state = state ?? Spool.defaultRoot()
         var inbox = inboxPath ?? "inbox"
         var limits = LoaderConfiguration()
+        var output: String?
         var ledger = LedgerLocation.sqlite
         var configCheck: DiagnosticCheck?
         // The daemon's own reading of its flags and config file decides what a valid config is, and which state
         // directory and inbox it would use.
         do {
-            let tokens = ([("state", self.state), ("inbox", inboxPath), ("config", configPath)] + ledgerGiven)
+            let tokens = ([("state", self.state), ("inbox", inboxPath), ("output", outputPath), ("config", configPath)]
+                + ledgerGiven)
                 .compactMap { name, value in value.map { "--\(name)=\($0)" } }
             let settings = try DaemonCommand.settings(
                 ParsedArguments(parsing: tokens + limitArguments, options: DaemonCommand.options, positionals: []))
             state = settings.configuration.state
             inbox = settings.configuration.inbox
             limits = settings.configuration.loader
+            if case .store(let directory, _) = settings.configuration.processor { output = directory }
             ledger = settings.configuration.ledger
             if let configPath {
                 configCheck = DiagnosticCheck(
@@ -102,7 +109,7 @@ struct DoctorCommand: Command {
                 name: "config", status: .failure, detail: "\(error)",
                 hint: "keys are the long option names of \"sharepipe daemon --help\", values as on the command line")
         }
-        let checks = Diagnostics.run(state: state, inbox: inbox, limits: limits) + Diagnostics.ledger(ledger)
+        let checks = Diagnostics.run(state: state, inbox: inbox, output: output, limits: limits) + Diagnostics.ledger(ledger)
             + (configCheck.map { [$0] } ?? [])
         if json {
             try Output.printJSON(checks.map {

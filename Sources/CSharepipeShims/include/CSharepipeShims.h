@@ -52,4 +52,8 @@ int sharepipe_flock(int fd, int operation);
 /// statvfs(2): bytes available to unprivileged users. Returns 0, or -1 with errno set.
 int sharepipe_available_bytes(const char *path, uint64_t *bytes);
 
+/// fstatfs(2) reduced to what the capability probe needs: the type magic (f_type) and the total size in bytes
+/// (f_blocks times the fragment size; 0 when the file system reports none). Returns 0, or -1 with errno set.
+int sharepipe_filesystem_type(int fd, uint64_t *type, uint64_t *total_bytes);
+
 #endif

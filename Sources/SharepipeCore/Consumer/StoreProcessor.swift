@@ -6,7 +6,8 @@ import Glibc
 /// with a `StorePath` template, wherever the template puts it under `OUTPUT` (never outside it).
 ///
 /// It never overwrites (every final name is made with `renameat2(RENAME_NOREPLACE)` or `link`, which fail when the
-/// name exists) and never follows a symlink inside the output tree (each group directory is opened with
+/// name exists; where the output's file system refuses the rename flag — NFS, most FUSE file systems — the copy is
+/// linked to its final name and then unlinked from `processing/S`) and never follows a symlink inside the output tree (each group directory is opened with
 /// `O_NOFOLLOW | O_DIRECTORY` and everything happens relative to that descriptor). The output directory itself may
 /// be a symlink: it is the user's choice.
 ///
@@ -14,7 +15,9 @@ import Glibc
 /// of this share that crashed before its success was recorded, so it is skipped. Across file systems (EXDEV) the
 /// copy goes to `.sharepipe-<file-id>.tmp` in the group directory, is fsynced, linked to its final name, and only
 /// then are the copy and the temporary removed; a retry that finds the temporary with two links knows the final
-/// name exists and only finishes the clean-up, one with a single link starts the copy again.
+/// name exists and only finishes the clean-up, one with a single link starts the copy again. Likewise a copy still
+/// in `processing/S` with two links was linked to its final name by an attempt that died before unlinking it.
+/// Temporaries a crash left behind are removed at the next start (`removeLeftTemporaries`).
 public struct StoreProcessor: Processor {
     /// The output directory (`--output`).
     public let output: String
@@ -40,6 +43,7 @@ public struct StoreProcessor: Processor {
     public func process(_ share: ClaimedShare) async throws {
         try System.makeDirectories(output, mode: 0o755)
         let root = try FileDescriptor.open(output, flags: O_RDONLY | O_DIRECTORY)
+        let capabilities = try FileSystemCapabilities.probeOnce(output)
         let date = Self.day(of: share.manifest.createdAt)
         let folder = share.manifest.folder.map { Self.sanitizedName($0, fallback: "folder") } ?? ""
         let placed = share.attachments.map { attachment in
@@ -53,7 +57,9 @@ public struct StoreProcessor: Processor {
         let byDirectory = Dictionary(grouping: placed) { $0.directories }
         for (directories, items) in byDirectory.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
             let directory = try Self.openDirectories(directories, in: root.rawValue)
-            for item in items { try store(item.attachment, name: item.name, in: directory.rawValue) }
+            for item in items {
+                try store(item.attachment, name: item.name, in: directory.rawValue, capabilities: capabilities)
+            }
             try directory.sync()
         }
     }
@@ -94,16 +100,27 @@ public struct StoreProcessor: Processor {
         }
     }
 
-    private func store(_ attachment: ClaimedShare.Attachment, name: String, in directory: Int32) throws {
-        let temporary = ".sharepipe-\(attachment.fileId).tmp"
-        guard try System.lstatIfPresent(attachment.path) != nil else {
+    private func store(
+        _ attachment: ClaimedShare.Attachment, name: String, in directory: Int32, capabilities: FileSystemCapabilities
+    ) throws {
+        let temporary = Self.temporaryPrefix + attachment.fileId + Self.temporarySuffix
+        guard let copy = try System.lstatIfPresent(attachment.path) else {
             // Stored by an earlier attempt; only its cross-device temporary may be left.
             try System.removeTree(temporary, relativeTo: directory)
             return
         }
+        if !capabilities.renameNoReplace && copy.linkCount >= 2 {
+            // Linked to its final name by an earlier attempt that died before unlinking it (a copy in staging is
+            // always a file of its own, with one link).
+            try System.unlink(attachment.path)
+            return
+        }
         for candidate in Self.candidates(name) {
             do {
-                if try System.renameNoReplace(attachment.path, to: candidate, toDirectory: directory) { return }
+                let moved = capabilities.renameNoReplace
+                    ? try System.renameNoReplace(attachment.path, to: candidate, toDirectory: directory)
+                    : try System.moveFileByLink(attachment.path, to: candidate, toDirectory: directory)
+                if moved { return }
             } catch let error as ShareError where error.errno == EXDEV {
                 try storeAcrossDevices(attachment, name: name, temporary: temporary, in: directory)
                 return
@@ -129,15 +146,68 @@ public struct StoreProcessor: Processor {
             try System.sync(descriptor: directory)
         }
         try System.unlink(attachment.path)
-        try System.unlink(temporary, relativeTo: directory)
+        do {
+            try System.unlink(temporary, relativeTo: directory)
+        } catch let error as ShareError where error.errno == ENOENT {
+            // Removed by another process's start-up sweep: its final name stands.
+        }
     }
 
+    /// The copy is written under an exclusive `flock`, so that another process's start-up sweep leaves it alone.
     private func copy(_ source: String, to temporary: String, in directory: Int32) throws {
         let input = try FileDescriptor.open(source, flags: O_RDONLY | O_NOFOLLOW)
         let output = try FileDescriptor.open(
             temporary, relativeTo: directory, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        _ = try output.lock(exclusive: true, nonBlocking: true)
         try System.copyContents(from: input, to: output)
         try output.sync()
+    }
+
+    static let temporaryPrefix = ".sharepipe-"
+    static let temporarySuffix = ".tmp"
+
+    /// Removes the cross-device temporaries (`.sharepipe-<file-id>.tmp`) that crashed attempts left in the output's
+    /// directories, down to the depth of the store-path template, and returns how many. Only names the store makes
+    /// are touched (the prefix, a UUID, the suffix), only those with a single link, and none that a live copy holds
+    /// locked: such a temporary is an unfinished copy whose source is still in `processing/S` (the source goes only
+    /// after the final link), so the retry copies it again. A temporary with two links is left alone: it tells the
+    /// retry that the final name exists (without it the retry would store the file a second time), and the retry
+    /// removes it.
+    public func removeLeftTemporaries() -> Int {
+        var removed = 0
+        var level = [output]
+        for _ in 0..<max(1, path.segments.count) {
+            var next: [String] = []
+            for directory in level {
+                guard let names = try? System.listDirectory(directory) else { continue }
+                for name in names {
+                    let entry = directory + "/" + name
+                    if Self.isTemporaryName(name) {
+                        if (try? Self.removeUnlocked(entry)) == true { removed += 1 }
+                    } else if !name.hasPrefix("."), (try? System.lstat(entry))?.kind == .directory {
+                        next.append(entry)
+                    }
+                }
+            }
+            level = next
+        }
+        return removed
+    }
+
+    static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix), name.hasSuffix(temporarySuffix) else { return false }
+        let middle = name.dropFirst(temporaryPrefix.count).dropLast(temporarySuffix.count)
+        return UUID(uuidString: String(middle)) != nil
+    }
+
+    private static func removeUnlocked(_ path: String) throws -> Bool {
+        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let status = try file.status()
+        guard status.kind == .regular, status.linkCount == 1, try file.lock(exclusive: true, nonBlocking: true) else {
+            return false
+        }
+        try System.unlink(path)
+        return true
     }
 
     /// The longest stored name, in UTF-8 bytes, leaving room below NAME_MAX for ` (n)`.

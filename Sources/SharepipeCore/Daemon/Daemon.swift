@@ -50,6 +50,13 @@ public struct Daemon: Sendable {
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
         ])
         try System.makeDirectories(configuration.inbox, mode: 0o755)
+        // --- issue 22: the file systems' capabilities, logged once; the store's temporaries a crash left ---
+        logCapabilities(spool)
+        if case .store(let output, let path) = configuration.processor {
+            let swept = StoreProcessor(output: output, path: path, registry: registry).removeLeftTemporaries()
+            if swept > 0 { logger.info("store.temporaries_removed", [("count", .int(Int64(swept)))]) }
+        }
+        // --- end issue 22 ---
         let removed = try InboxRecovery(spool: spool).recover(configuration.inbox)
         if !removed.isEmpty {
             logger.info("daemon.exactly_once", [("sources_removed", .int(Int64(removed.count)))])
@@ -394,6 +401,32 @@ final class IngestQueue: Sendable {
             let names = state.deferred.filter { $0.value <= now }.map(\.key).sorted()
             for name in names { state.deferred[name] = nil }
             return names
+        }
+    }
+}
+
+// --- issue 22 ---
+extension Daemon {
+    /// Logs what the state's, the inbox's and the output's file systems honour (`filesystem.capabilities`, one line
+    /// each) and, once, a state file system whose capacity is unknown (`--min-free` cannot apply there).
+    func logCapabilities(_ spool: Spool) {
+        var locations = [("state", configuration.state), ("inbox", configuration.inbox)]
+        if case .store(let output, _) = configuration.processor {
+            try? System.makeDirectories(output, mode: 0o755)
+            locations.append(("output", output))
+        }
+        for (location, path) in locations {
+            do {
+                let capabilities = location == "state" ? spool.capabilities : try FileSystemCapabilities.probeOnce(path)
+                logger.info("filesystem.capabilities", capabilities.logFields(location: location))
+            } catch {
+                logger.error("filesystem.probe_failed", [
+                    ("location", .string(location)), ("code", .string((error as? ShareError)?.code.rawValue ?? "ERR_IO")),
+                ])
+            }
+        }
+        if !spool.capabilities.capacityKnown {
+            logger.info("spool.capacity_unknown", [("min_free", .string("not applied"))])
         }
     }
 }

@@ -12,7 +12,8 @@ public struct DiagnosticCheck: Sendable, Equatable {
         case failure = "fail"
     }
 
-    /// A short stable name: `libmagic`, `state-directory`, `same-filesystem`, `inbox`, `inotify`, `free-space`.
+    /// A short stable name: `libmagic`, `state-directory`, `same-filesystem`, `inbox`, `inotify`, `free-space`,
+    /// `spool-limits`, `filesystem-state`, `filesystem-inbox`, `filesystem-output` ….
     public var name: String
     /// How it came out.
     public var status: Status
@@ -36,13 +37,38 @@ public struct DiagnosticCheck: Sendable, Equatable {
 /// Self-diagnosis of the host for `sharepipe doctor`. Every check only looks: nothing is created or changed, except
 /// for an empty probe file created and removed at once to prove a directory is writable.
 public enum Diagnostics {
-    /// Every host check, in the order `doctor` prints them; `limits` are the loader's, as the daemon would run.
-    public static func run(state: String, inbox: String, limits: LoaderConfiguration = .init()) -> [DiagnosticCheck] {
+    /// Every host check, in the order `doctor` prints them; `limits` are the loader's, as the daemon would run;
+    /// `output` is the store processor's output directory, when it stores.
+    public static func run(state: String, inbox: String, output: String? = nil, limits: LoaderConfiguration = .init())
+        -> [DiagnosticCheck]
+    {
         let (sum, overflow) = limits.minFreeBytes.addingReportingOverflow(limits.maxFileSize)
+        let locations = [("state", state), ("inbox", inbox)] + (output.map { [("output", $0)] } ?? [])
         return [
             libmagic(), stateDirectory(state), sameFileSystem(state), inboxDirectory(inbox), inotify(),
             freeSpace(state, minimum: limits.minFreeBytes, threshold: overflow ? .max : sum), spoolLimits(limits),
-        ]
+        ] + locations.map { fileSystem($0.0, $0.1) }
+    }
+
+    /// What the file system of a location honours (`filesystem-state`, `filesystem-inbox`, `filesystem-output`):
+    /// its type, the barrier and claim methods sharepipe uses there, and its capacity (or "unknown"). A location
+    /// that does not exist yet is probed where it would be created.
+    static func fileSystem(_ location: String, _ path: String) -> DiagnosticCheck {
+        let name = "filesystem-" + location
+        do {
+            var target = path
+            if try System.lstatIfPresent(path) == nil { target = try nearestExistingAncestor(of: path).path }
+            let capabilities = try FileSystemCapabilities.probe(target)
+            var detail = capabilities.summary
+            if !capabilities.capacityKnown { detail += " (--min-free is not applied there)" }
+            return DiagnosticCheck(name: name, status: .ok, detail: detail)
+        } catch let error as ShareError {
+            return DiagnosticCheck(
+                name: name, status: .failure, detail: "cannot probe \(path): \(error.message)",
+                hint: "make \(path) (or the directory it will be created in) writable by the user sharepipe runs as")
+        } catch {
+            return DiagnosticCheck(name: name, status: .failure, detail: "\(error)")
+        }
     }
 
     /// The back-pressure limits in force, so that an `ERR_SPOOL_FULL` can be traced to one of them.
@@ -227,6 +253,12 @@ public enum Diagnostics {
         do {
             var target = state
             if try System.lstatIfPresent(state) == nil { target = try nearestExistingAncestor(of: state).path }
+            guard try FileSystemCapabilities.probe(target).capacityKnown else {
+                return DiagnosticCheck(
+                    name: name, status: .ok,
+                    detail: "capacity unknown: the state directory's file system reports no size (statfs total 0), "
+                        + "so --min-free is not applied; --max-pending-shares and --max-pending-bytes still are")
+            }
             let free = try System.freeBytes(target)
             let detail = "\(describeBytes(free)) free on the state directory's file system"
             if free < minimum {

@@ -260,7 +260,9 @@ struct InboxIngester: Sendable {
         let directory = inbox + "/" + Self.rejectedDirectory
         do {
             try System.makeDirectory(directory, mode: 0o750)
-            let finalName = try Self.moveCollisionFree(inbox + "/" + entry, into: directory, name: entry)
+            let finalName = try Self.moveCollisionFree(
+                inbox + "/" + entry, into: directory, name: entry,
+                capabilities: try FileSystemCapabilities.probeOnce(inbox))
             metrics.sourceRejected(code: error.code)
             var reason: [String: Any] = [
                 "code": error.code.rawValue, "message": error.message, "declaredTypes": declaredTypes,
@@ -283,7 +285,9 @@ struct InboxIngester: Sendable {
 
     /// `name`, `name (1)`, `name (2)` … keeping the extension; never replaces; fits NAME_MAX with room for the
     /// `.reason.json` suffix.
-    static func moveCollisionFree(_ source: String, into directory: String, name: String) throws -> String {
+    static func moveCollisionFree(
+        _ source: String, into directory: String, name: String, capabilities: FileSystemCapabilities
+    ) throws -> String {
         let limit = 255 - ".reason.json".utf8.count
         let ext = (name as NSString).pathExtension
         let stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
@@ -293,7 +297,9 @@ struct InboxIngester: Sendable {
             var base = stem
             while base.utf8.count + tail.utf8.count > limit && !base.isEmpty { base.removeLast() }
             let candidate = base + tail
-            if try System.renameNoReplace(source, to: directory + "/" + candidate) { return candidate }
+            if try ExclusiveMove.inboxEntry(source, to: directory + "/" + candidate, capabilities: capabilities) {
+                return candidate
+            }
         }
         throw ShareError(.io, "no free name in .rejected", errno: EEXIST)
     }

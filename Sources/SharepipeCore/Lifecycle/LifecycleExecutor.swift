@@ -302,8 +302,9 @@ final class LifecycleExecutor: Sendable {
     ) throws -> ShareLifecycle.Event {
         let directories = spool.directories
         switch action {
-        case .barrier:
-            try directories.root.syncFileSystem()
+        case .barrier(let ids):
+            // One syncfs where it is a barrier, else each copy, manifest and staging/S synced (FileSystemCapabilities).
+            try spool.barrier.makeDurable(ids, in: directories.staging)
             return .done
         case .record(let record):
             return try spool.apply(record, during: crashPoint)
@@ -317,7 +318,14 @@ final class LifecycleExecutor: Sendable {
                     continue
                 }
                 do {
-                    if try directories[from].renameNoReplace(id, into: directories[to]) {
+                    // Never replacing, by renameat2(RENAME_NOREPLACE) or, where the file system refuses it, by the
+                    // link-based protocols of ExclusiveMove.
+                    let done = from == .incoming && to == .processing
+                        ? try ExclusiveMove.claim(
+                            id, from: directories.incoming, to: directories.processing, capabilities: spool.capabilities)
+                        : try ExclusiveMove.share(
+                            id, from: directories[from], to: directories[to], capabilities: spool.capabilities)
+                    if done {
                         moved.append(id)
                     } else if from != .incoming {
                         throw ShareError(.io, "share \(id) is both in \(from.rawValue) and in \(to.rawValue)", errno: EEXIST)

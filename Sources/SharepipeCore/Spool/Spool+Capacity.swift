@@ -1,9 +1,10 @@
 extension Spool {
     /// Back-pressure: refuses a new share with ERR_SPOOL_FULL, before anything is copied, when pending shares,
-    /// pending bytes or free disk space are past their limits.
+    /// pending bytes or free disk space are past their limits. On a file system that reports no capacity (`statfs`
+    /// total 0: many FUSE and some network file systems) free space is unknown, not zero: `--min-free` does not
+    /// apply there, the pending limits still do.
     func checkCapacity(_ configuration: LoaderConfiguration) throws {
-        let free = try System.freeBytes(root)
-        if free < configuration.minFreeBytes {
+        if capabilities.capacityKnown, case let free = try System.freeBytes(root), free < configuration.minFreeBytes {
             let limit = configuration.minFreeBytes
             throw ShareError(.spoolFull, "only \(free) bytes free in the state directory, --min-free is \(limit)")
         }

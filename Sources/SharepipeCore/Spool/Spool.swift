@@ -21,6 +21,10 @@ public final class Spool: Sendable {
     let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
     /// Performs every transition of the lifecycle; publishes and completions in batches.
     let executor: LifecycleExecutor
+    /// What the state directory's file system honours, probed when the spool opens.
+    let capabilities: FileSystemCapabilities
+    /// How a publish batch is made durable there.
+    let barrier: DurabilityBarrier
 
     /// Stage directories.
     public enum Stage: String, Sendable, CaseIterable {
@@ -69,9 +73,11 @@ public final class Spool: Sendable {
         self.logger = logger
         do {
             directories = try Directories(root: self.root)
+            capabilities = try FileSystemCapabilities.probeOnce(self.root)
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
+        barrier = DurabilityBarrier(capabilities)
         executor = LifecycleExecutor()
     }
 

@@ -78,4 +78,7 @@ final class OpenDirectory: Sendable {
 
     /// Commits every dirty file and directory of the file system holding this directory.
     func syncFileSystem() throws { try descriptor.syncFileSystem() }
+
+    /// Runs `body` with the raw descriptor, for the other files of `System` (it must not escape `body`).
+    func withDescriptor<T>(_ body: (Int32) throws -> T) rethrows -> T { try body(descriptor.rawValue) }
 }
