@@ -149,8 +149,11 @@ final class HTTPServer: Sendable {
         }
     }
 
-    /// Every minute: expired tus uploads and idempotency keys are removed.
+    /// Every minute (or every half expiry, when that is shorter): expired tus uploads and idempotency keys are
+    /// removed.
     private func expireLoop() async {
+        let (expiry, _) = configuration.uploadExpiry.components
+        let interval = Duration.seconds(min(60, max(1, expiry / 2)))
         while !Task.isCancelled {
             let now = System.wallClockNanoseconds() / 1_000_000
             for id in (try? uploads.ids()) ?? [] {
@@ -161,7 +164,7 @@ final class HTTPServer: Sendable {
                 logger.info("http.upload_expired", [("upload", .string(id))])
             }
             try? idempotency.expire(maxAge: Self.idempotencyWindow)
-            try? await Task.sleep(for: .seconds(60))
+            try? await Task.sleep(for: interval)
         }
     }
 
