@@ -65,3 +65,27 @@ struct TusStore: Sendable {
         try System.listDirectory(root).filter(Self.isValidID)
     }
 }
+
+/// Uploads in flight as `sharepipe status` sees them from outside the daemon.
+public enum HTTPUploadsInFlight {
+    /// Bodies being received now (`staging/http-*`) and resumable uploads not finished yet (`uploads/*`).
+    public static func count(in spool: Spool) -> (bodies: Int, resumable: Int) {
+        let bodies = ((try? System.listDirectory(spool.path(.staging))) ?? []).filter { $0.hasPrefix("http-") }.count
+        guard let store = try? TusStore(existingIn: spool.root) else { return (bodies, 0) }
+        let open = ((try? store.ids()) ?? []).filter { id in
+            guard let upload = try? store.load(id) else { return false }
+            return upload.shareId == nil
+        }
+        return (bodies, open.count)
+    }
+}
+
+extension TusStore {
+    /// The store of a state directory, without creating it.
+    init(existingIn stateDirectory: String) throws {
+        root = stateDirectory + "/uploads"
+        guard try System.lstatIfPresent(root)?.kind == .directory else {
+            throw ShareError(.notFound, "no uploads directory", errno: ENOENT)
+        }
+    }
+}
