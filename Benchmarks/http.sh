@@ -22,6 +22,9 @@ FILES=2000 CONNECTIONS=8 BIG_MIB=1024 MANY=16 MANY_MIB=256
 mkdir -p "$WORK"
 "$VENV/bin/python" -c 'import aiohttp' 2>/dev/null || "$VENV/bin/pip" install -q aiohttp >&2
 
+# Whatever this script started is stopped when it ends, even on failure.
+CHILDREN=()
+trap 'for child in "${CHILDREN[@]}"; do kill -TERM "$child" 2>/dev/null || true; done' EXIT
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s }'; }
@@ -34,8 +37,9 @@ empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 start_daemon() { # DIR EXTRA...
     local dir=$1; shift
     "$BIN/sharepipe" daemon --inbox "$dir/inbox" --state "$dir/state" --processor discard --settle 50 \
-        --listen 127.0.0.1:0 "$@" 2>"$dir/daemon.log" &
+        --listen 127.0.0.1:0 "$@" >/dev/null 2>"$dir/daemon.log" &
     PID=$!
+    CHILDREN+=("$PID")
     wait_for_line "$dir/daemon.log" "event=http.listening"
     wait_for_line "$dir/daemon.log" "event=daemon.ready"
     ADDRESS=$(grep -o 'event=http.listening listener=[^ ]*' "$dir/daemon.log" | head -n 1 | cut -d= -f3)
@@ -43,12 +47,15 @@ start_daemon() { # DIR EXTRA...
 stop_daemon() { kill -TERM "$PID"; wait "$PID" || true; }
 # Writes CONNECTIONS curl config files, each uploading its share of SOURCE over one connection.
 curl_configs() { # SOURCE URL DIR
-    local index=0 file
+    local index=0 file cfg
     rm -f "$3"/conn-*.cfg
     for file in "$1"/*; do
-        local name=${file##*/}
-        printf 'url = "%s"\ndata-binary = "@%s"\nheader = "Content-Disposition: attachment; filename=%s"\noutput = "/dev/null"\nnext\n' \
-            "$2" "$file" "$name" >>"$3/conn-$((index % CONNECTIONS)).cfg"
+        cfg="$3/conn-$((index % CONNECTIONS)).cfg"
+        # `next` separates transfers; one after the last would start an empty one.
+        [ -s "$cfg" ] && echo next >>"$cfg"
+        printf 'url = "%s"\ndata-binary = "@%s"\nheader = "Content-Disposition: attachment; filename=%s"\n' \
+            "$2" "$file" "${file##*/}" >>"$cfg"
+        printf 'output = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' >>"$cfg"
         index=$((index + 1))
     done
 }
@@ -56,7 +63,7 @@ curl_configs() { # SOURCE URL DIR
 upload_all() { # DIR
     local pids=() cfg
     for cfg in "$1"/conn-*.cfg; do
-        curl -sS --fail -K "$cfg" -w '%{http_code}\n' >"$cfg.codes" &
+        curl -sS -K "$cfg" >"$cfg.codes" &
         pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
@@ -86,8 +93,9 @@ printf '  sharepipe inbox  %6d files   in %7.2f s = %7.1f files/s\n' "$FILES" "$
 
 port=$((30000 + RANDOM % 20000))
 mkdir -p "$dir/aiohttp"
-"$VENV/bin/python" "$PEERS/aiohttp_peer.py" "$dir/aiohttp" "$port" 2>"$dir/aiohttp.log" &
+"$VENV/bin/python" "$PEERS/aiohttp_peer.py" "$dir/aiohttp" "$port" >/dev/null 2>"$dir/aiohttp.log" &
 peer=$!
+CHILDREN+=("$peer")
 wait_for_line "$dir/aiohttp.log" "ready"
 until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.05; done
 curl_configs "$dir/source" "http://127.0.0.1:$port/v1/shares" "$dir"

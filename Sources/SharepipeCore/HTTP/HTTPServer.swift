@@ -335,7 +335,8 @@ final class RequestContext: @unchecked Sendable {
     private var sourceApp: String?
     private var status = 0
     private var bodyBytes: Int64 = 0
-    private var shareID: String?
+    /// The share the request made (or replayed), for the log line; set from the server's threads too.
+    private let shareID = Mutex<String?>(nil)
     private var countsAsUpload = false
     private var discarded: Int64 = 0
     /// How much of a body refused in its middle is read and dropped so the client still gets the answer;
@@ -473,13 +474,13 @@ final class RequestContext: @unchecked Sendable {
             ("token", .string(sourceApp ?? "-")), ("status", .int(Int64(status))), ("bytes", .int(bodyBytes)),
             ("duration_ms", .int(milliseconds)),
         ]
-        if let shareID { fields.append(("share", .string(shareID))) }
+        if let shareID = shareID.withLock({ $0 }) { fields.append(("share", .string(shareID))) }
         if !cleanly { fields.append(("aborted", "yes")) }
         server.logger.info("http.request", fields)
     }
 
     private func noteShare(_ id: String) {
-        answer.withLock { _ in shareID = id }
+        shareID.withLock { $0 = id }
     }
 
     private func refuse(_ error: ShareError) -> MHD_Result {
@@ -598,7 +599,7 @@ final class RequestContext: @unchecked Sendable {
                 if let stored = try server.idempotency.answer(
                     scope: scope, key: key, maxAge: HTTPServer.idempotencyWindow)
                 {
-                    shareID = stored.shareId
+                    noteShare(stored.shareId)
                     return .answer(HTTPResponse(status: 200, headers: [
                         ("Content-Type", "application/json"), ("Location", "/v1/shares/" + stored.shareId),
                         ("Idempotent-Replayed", "true"),
