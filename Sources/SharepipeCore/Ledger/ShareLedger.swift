@@ -77,7 +77,8 @@ struct PreconditionViolation: Sendable, Equatable, CustomStringConvertible {
     var found: ShareState?
 
     var description: String {
-        "share \(shareID): expected \(expected.map(\.rawValue).joined(separator: "|")), found \(found?.rawValue ?? "none")"
+        let states = expected.map(\.rawValue).joined(separator: "|")
+        return "share \(shareID): expected \(states), found \(found?.rawValue ?? "none")"
     }
 }
 
