@@ -15,10 +15,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: nil, providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: nil, providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPQ", pkgConfig: nil, providers: [.apt(["libpq-dev"])]),
+        // issue 19: HTTP ingest over libmicrohttpd
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "CSharepipeShims"),
         .target(
             name: "SharepipeCore",
-            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims"]
+            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims", "CMicroHTTPD"]
         ),
         .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
         // --- issue 20: the extension kit and its tests ---

@@ -407,6 +407,16 @@ gcc -O2 -Wall -Wextra -pthread -o "$WORK/barrier_cost" "$PEERS/barrier_cost.c"
 "$WORK/barrier_cost" "$WORK/barrier" "$( ((QUICK)) && echo 3 || echo 7)" | sed 's/^/  /'
 
 # ---------------------------------------------------------------------------------------------------------------
+# 10. HTTP ingest (issue 19): Benchmarks/http.sh prints its measurements, then "HTTP KEY VALUE" lines.
+
+echo
+echo "10. HTTP ingest"
+"$ROOT/Benchmarks/http.sh" "$BIN" "$WORK" "$VENV" $( ((QUICK)) && echo --quick ) >"$WORK/http.txt" 2>&1 \
+    || echo "  warning: Benchmarks/http.sh failed (log: $WORK/http.txt)"
+grep -v '^HTTP ' "$WORK/http.txt" | sed 's/^/  /'
+while read -r _ key value; do R[http.$key]=$value; done < <(grep '^HTTP ' "$WORK/http.txt")
+
+# ---------------------------------------------------------------------------------------------------------------
 # The table.
 
 row() { # METRIC SHAREPIPE BASELINE RATIO TARGET MET
@@ -495,3 +505,17 @@ row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.
     "$(meets "${R[sys.barriers]}" 1.5 "<=")"
 row "syscalls/share: openat" "${R[sys.openat]}" "-" "-" "<= 8" "$(meets "${R[sys.openat]}" 8 "<=")"
 row "syscalls/share: pwrite64" "${R[sys.pwrite64]}" "-" "-" "<= 12" "$(meets "${R[sys.pwrite64]}" 12 "<=")"
+# issue 19: HTTP ingest rows (section 10).
+r=$(ratio "${R[http.small]:-}" "${R[http.inbox]:-}")
+row "2000 x 4 KiB HTTP, 8 conns, vs inbox drain (/s)" "${R[http.small]:-}" "${R[http.inbox]:-}" "${r}x" ">= 0.8x" \
+    "$(meets "$r" 0.8 ">=")"
+r=$(ratio "${R[http.small]:-}" "${R[http.aiohttp]:-}")
+row "2000 x 4 KiB HTTP vs aiohttp + fsync (/s)" "${R[http.small]:-}" "${R[http.aiohttp]:-}" "${r}x" ">= 2x" \
+    "$(meets "$r" 2 ">=")"
+r=$(ratio "${R[http.big]:-}" "${R[http.cpSync]:-}")
+row "1 GiB single-body upload vs cp + sync (MiB/s)" "${R[http.big]:-}" "${R[http.cpSync]:-}" "${r}x" ">= 0.8x" \
+    "$(meets "$r" 0.8 ">=")"
+row "16 concurrent uploads, peak RSS (MiB)" "${R[http.manyRSS]:-}" "-" "-" "<= 64 MiB" \
+    "$(meets "${R[http.manyRSS]:-}" 64 "<=")"
+row "16 concurrent uploads, SHA-256 right" "${R[http.manyRight]:-}/${R[http.many]:-}" "-" "-" "all" \
+    "$([ "${R[http.manyRight]:-0}" = "${R[http.many]:-x}" ] && echo yes || echo no)"

@@ -18,6 +18,9 @@ public struct ShareError: Error, Sendable, Equatable, CustomStringConvertible {
         case processorFailed = "ERR_PROCESSOR_FAILED"
         case notActivated = "ERR_NOT_ACTIVATED"
         case notFound = "ERR_NOT_FOUND"
+        // issue 19: HTTP ingest
+        case unauthorized = "ERR_UNAUTHORIZED"
+        case badRequest = "ERR_BAD_REQUEST"
     }
 
     /// The stable code.

@@ -44,6 +44,68 @@ struct DaemonCommand: Command {
     static let logNames = Flag("log-names", help: "Allow file names in logs (never content).")
     static let oneshot = Flag("oneshot", help: "Ingest and process what is in the inbox now, then exit.")
 
+    // --- issue 19: HTTP ingest ---
+    static let listen = ListOption(
+        "listen", .string(placeholder: "ADDR"),
+        help: "Also accept shares over HTTP: HOST:PORT, [IPV6]:PORT or unix:PATH (systemd's LISTEN_FDS sockets too).")
+    static let tokens = Option(
+        "tokens", .path, help: "Bearer tokens, one \"NAME TOKEN\" per line (mode 600); NAME becomes the sourceApp.")
+    static let tlsCert = Option("tls-cert", .path, help: "Serve HTTPS with this PEM certificate (with --tls-key).")
+    static let tlsKey = Option("tls-key", .path, help: "The PEM private key of --tls-cert.")
+    static let maxConnections = Option(
+        "max-connections", .positiveInteger, default: "64", help: "HTTP connections served at once.")
+    static let connectionTimeout = Option(
+        "connection-timeout", .milliseconds, default: "60000",
+        help: "Close an HTTP connection idle this long (ms; at least 1 s).")
+    static let uploadExpiry = Option(
+        "upload-expiry", .durationSeconds, default: "24h", help: "Remove unfinished resumable uploads this old.")
+    static let httpOptions: [any OptionDeclaration] = [
+        listen, tokens, tlsCert, tlsKey, maxConnections, connectionTimeout, uploadExpiry,
+    ]
+
+    /// The HTTP settings; a listener beyond loopback without --tokens is a usage error.
+    static func httpConfiguration(_ arguments: ParsedArguments) throws -> HTTPConfiguration {
+        var http = HTTPConfiguration()
+        http.listen = try arguments[listen].map { text in
+            do {
+                return try ListenAddress(parsing: text)
+            } catch let error as ShareError {
+                throw ValidationError(option: listen, "\(text.debugDescription): \(error.message)")
+            }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        http.socketActivation = environment["LISTEN_PID"] == String(ProcessInfo.processInfo.processIdentifier)
+        if let path = arguments[tokens] {
+            do {
+                http.tokens = try HTTPTokens.load(path: path)
+            } catch let error as ShareError {
+                throw ValidationError(option: tokens, error.message)
+            }
+        } else if let open = http.listen.first(where: { !$0.isLocal }) {
+            throw ValidationError(
+                option: listen, "\(open) is reachable from other hosts: give --tokens FILE (ERR_USAGE)")
+        }
+        switch (arguments[tlsCert], arguments[tlsKey]) {
+        case (nil, nil):
+            break
+        case (let certificate?, let key?):
+            func read(_ path: String, _ option: Option<String>) throws -> String {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains("-----BEGIN") else {
+                    throw ValidationError(option: option, "cannot read a PEM file at \(path)")
+                }
+                return text
+            }
+            http.tls = (try read(certificate, tlsCert), try read(key, tlsKey))
+        default:
+            throw ValidationError(option: arguments[tlsCert] == nil ? tlsCert : tlsKey, "--tls-cert and --tls-key go together")
+        }
+        http.maxConnections = arguments[maxConnections]!
+        http.connectionTimeout = .milliseconds(max(1000, arguments[connectionTimeout]!))
+        http.uploadExpiry = .seconds(arguments[uploadExpiry]!)
+        return http
+    }
+    // --- end issue 19 ---
+
     static let defaultIgnore = ".*,*.part,*.tmp,*.crdownload,~$*,Thumbs.db,desktop.ini,@eaDir,__MACOSX"
 
     static let options: [any OptionDeclaration] = [
@@ -51,7 +113,7 @@ struct DaemonCommand: Command {
     ] + LedgerOptions.all + ProcessorOptions.processorOptions + [
         accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
         CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
-    ] + SpoolLimitOptions.all
+    ] + SpoolLimitOptions.all + httpOptions
 
     let arguments: ParsedArguments
 
@@ -107,6 +169,7 @@ struct DaemonCommand: Command {
         configuration.ignore = arguments[ignore]
         configuration.metricsFile = arguments[metricsFile]
         configuration.oneshot = arguments[oneshot]
+        configuration.http = try httpConfiguration(arguments)
         let registry = try loadTypeRegistry(arguments)
         var activation: ActivationRule?
         if let path = arguments[activationRule] {
@@ -136,10 +199,16 @@ struct DaemonCommand: Command {
         let daemon = Daemon(
             configuration: settings.configuration, registry: registry, logger: settings.logger,
             environment: ProcessInfo.processInfo.environment, activation: check,
-            reload: { try Self.settings(given).configuration })
+            reload: { try Self.settings(given).configuration },
+            timeline: { spool, shareID in
+                let report = try ShowCommand.report(spool: spool, shareID: shareID, names: false)
+                return (Array(try Output.jsonText(report).utf8) + [0x0A], report.sourceApp)
+            })
         do {
             let status = try await daemon.run()
             return ExitCode(rawValue: status) ?? .failure
+        } catch let error as HTTPUsageError {
+            throw ValidationError(option: Self.listen, error.message)
         } catch let error as ShareError {
             settings.logger.error("daemon.failed", [("code", .string(error.code.rawValue)), ("message", .string(error.message))])
             throw error
@@ -161,6 +230,28 @@ private struct ConfigValue: Decodable {
             texts = [text]
         } else {
             texts = try container.decode([ConfigValue].self).flatMap(\.texts)
+        }
+    }
+}
+
+// --- issue 19 ---
+extension ValueParser where Value == Int {
+    /// A duration in whole seconds: `90`, `90s`, `15m`, `24h`, `7d`.
+    static var durationSeconds: ValueParser<Int> {
+        ValueParser(placeholder: "DURATION") { text in
+            let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            var digits = Substring(text.lowercased())
+            var multiplier = 1
+            if let unit = digits.last, let scale = units[unit] {
+                multiplier = scale
+                digits = digits.dropLast()
+            }
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+                let value = Int(digits), value > 0, value <= Int.max / multiplier
+            else {
+                throw ValidationError("expected a duration such as 90s, 15m, 24h or 7d, got \(text.debugDescription)")
+            }
+            return value * multiplier
         }
     }
 }

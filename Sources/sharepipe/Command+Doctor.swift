@@ -13,6 +13,7 @@ struct DoctorCommand: Command {
     static let options: [any OptionDeclaration] =
         [ProcessorOptions.state, inbox, ProcessorOptions.output, config] + LedgerOptions.all + [CommonOptions.json] + SpoolLimitOptions.all
         + [DaemonCommand.maxFileSize]
+        + [DaemonCommand.listen, DaemonCommand.tokens, DaemonCommand.tlsCert, DaemonCommand.tlsKey]  // issue 19
     static let discussion = """
         Checks: libmagic's database loads and sniffs a JPEG header as image/jpeg; the state directory exists (or
         can be created) and takes new files; its stage directories share one file system; the inbox is readable
@@ -22,9 +23,11 @@ struct DoctorCommand: Command {
         spool limits in force (--min-free, --max-pending-shares, --max-pending-bytes, --max-file-size, from the
         command line, else the config file, else the defaults); for the state directory, the inbox and the output,
         the file system's type, the barrier (syncfs or fsync per file), the claim method (renameat2 or link) and the
-        capacity (unknown where statfs reports none: --min-free is then not applied); and with --config, that the
-        file parses and every key is a daemon option with a valid value. Nothing is created or changed: writability
-        is proven with an empty probe file, and the rename flag with a scratch directory, removed at once.
+        capacity (unknown where statfs reports none: --min-free is then not applied); with --config, that the
+        file parses and every key is a daemon option with a valid value; with --listen (given or in the config file),
+        the HTTP listeners (one beyond loopback needs --tokens), the tokens file's mode and lines, and the TLS
+        certificate (parses, matches its key, not expired). Nothing is created or changed: writability is proven with
+        an empty probe file, and the rename flag with a scratch directory, removed at once.
         """
 
     /// One check in the JSON array; every key always present, `hint` null when the check passed.
@@ -58,6 +61,8 @@ struct DoctorCommand: Command {
     let json: Bool
     /// The spool limits given on the command line, as `--name=value` words for the daemon's own parsing.
     let limitArguments: [String]
+    /// issue 19: the HTTP options given here, checked with those of the config file.
+    let arguments: ParsedArguments
 
     init(arguments: ParsedArguments) throws {
         state = arguments[ProcessorOptions.state]
@@ -70,6 +75,7 @@ struct DoctorCommand: Command {
                 ? arguments[LedgerOptions.lease].map { "\($0)" } : nil),
         ]
         json = arguments[CommonOptions.json]
+        self.arguments = arguments
         func given<Value>(_ option: Option<Value>) -> String? {
             guard arguments.isSpecified(option), let value = arguments[option] else { return nil }
             return "--\(option.spec.name)=\(value)"
@@ -110,7 +116,7 @@ struct DoctorCommand: Command {
                 hint: "keys are the long option names of \"sharepipe daemon --help\", values as on the command line")
         }
         let checks = Diagnostics.run(state: state, inbox: inbox, output: output, limits: limits) + Diagnostics.ledger(ledger)
-            + (configCheck.map { [$0] } ?? [])
+            + (configCheck.map { [$0] } ?? []) + httpChecks()
         if json {
             try Output.printJSON(checks.map {
                 Entry(check: $0.name, ok: $0.ok, status: $0.status.rawValue, detail: $0.detail, hint: $0.hint)
@@ -119,6 +125,22 @@ struct DoctorCommand: Command {
             printReport(checks)
         }
         return checks.allSatisfy(\.ok) ? .success : .failure
+    }
+
+    /// issue 19: the HTTP listeners, tokens file and certificate, from these flags over the config file's.
+    private func httpChecks() -> [DiagnosticCheck] {
+        var words = configPath.map { ["--config=\($0)"] } ?? []
+        words += arguments[DaemonCommand.listen].map { "--listen=\($0)" }
+        for option in [DaemonCommand.tokens, DaemonCommand.tlsCert, DaemonCommand.tlsKey] {
+            if let value = arguments[option] { words.append("--\(option.spec.name)=\(value)") }
+        }
+        guard let parsed = try? ParsedArguments(parsing: words, options: DaemonCommand.options, positionals: []),
+            let merged = try? DaemonCommand.merged(parsed)
+        else { return [] }
+        let listen = merged[DaemonCommand.listen].compactMap { try? ListenAddress(parsing: $0) }
+        return Diagnostics.http(
+            listen: listen, tokensPath: merged[DaemonCommand.tokens], certificatePath: merged[DaemonCommand.tlsCert],
+            keyPath: merged[DaemonCommand.tlsKey])
     }
 
     private func printReport(_ checks: [DiagnosticCheck]) {

@@ -103,7 +103,11 @@ struct ShowCommand: Command {
     }
 
     private func report() throws -> Report {
-        let spool = try Spool.openExisting(root: state, ledger: ledger)
+        try Self.report(spool: try Spool.openExisting(root: state, ledger: ledger), shareID: shareID, names: names)
+    }
+
+    /// The report of one share of `spool` (also the body of the daemon's `GET /v1/shares/ID`).
+    static func report(spool: Spool, shareID: String, names: Bool) throws -> Report {
         let record = try spool.shareRecord(shareID)
         let events = try spool.timeline(ofShare: shareID)
         let stage = spool.stage(ofShare: shareID)
@@ -114,10 +118,13 @@ struct ShowCommand: Command {
             shareId: shareID, state: record?.state, sourceApp: record?.sourceApp,
             createdAt: record.map { EventLine.timestamp($0.createdAt) }, attachments: record?.attachments,
             bytes: record?.bytes, attempts: record?.attempts, lastCode: record?.lastCode,
-            location: location(spool, stage: stage, state: record?.state), events: events.map(EventLine.init))
+            location: location(spool, shareID: shareID, names: names, stage: stage, state: record?.state),
+            events: events.map(EventLine.init))
     }
 
-    private func location(_ spool: Spool, stage: Spool.Stage?, state: String?) -> Report.Location {
+    private static func location(_ spool: Spool, shareID: String, names: Bool, stage: Spool.Stage?, state: String?)
+        -> Report.Location
+    {
         guard let stage else {
             let description = switch state {
             case "processed": "deleted after processing"

@@ -55,9 +55,17 @@ struct StatusCommand: Command {
         var recentFailures: [String: Int]
         var processed: Int
         var rejected: Int
+        /// issue 19: HTTP bodies being received and resumable uploads not finished.
+        var uploads: Uploads
+
+        struct Uploads: Encodable {
+            var receiving: Int
+            var resumable: Int
+        }
 
         enum CodingKeys: String, CodingKey {
             case state, stages, inFlight, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
+            case uploads
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -70,6 +78,7 @@ struct StatusCommand: Command {
             try container.encode(recentFailures, forKey: .recentFailures)
             try container.encode(processed, forKey: .processed)
             try container.encode(rejected, forKey: .rejected)
+            try container.encode(uploads, forKey: .uploads)
         }
     }
 
@@ -88,6 +97,7 @@ struct StatusCommand: Command {
         let status = try spool.status()
         func count(_ stage: Spool.Stage) throws -> Int { try spool.shareIDs(in: stage).count }
         let copies = try spool.copiesInFlight()
+        let uploads = HTTPUploadsInFlight.count(in: spool)
         let report = Report(
             state: spool.root,
             stages: Report.Stages(
@@ -99,7 +109,8 @@ struct StatusCommand: Command {
             pendingBytes: status.pendingBytes,
             oldestPendingAgeSeconds: status.oldestPendingCreatedAt.map { secondsSince($0) },
             recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
-            processed: status.processed, rejected: status.rejected)
+            processed: status.processed, rejected: status.rejected,
+            uploads: Report.Uploads(receiving: uploads.bodies, resumable: uploads.resumable))
         if json {
             try Output.printJSON(report)
         } else {
@@ -131,6 +142,7 @@ struct StatusCommand: Command {
             ["processed", String(report.processed)],
             ["rejected", String(report.rejected)],
             ["failures (24 h)", failures.isEmpty ? "none" : failures.joined(separator: ", ")],
+            ["uploads", "\(report.uploads.receiving) receiving, \(report.uploads.resumable) resumable unfinished"],
         ]
         Output.write(Output.table(rows))
     }

@@ -82,9 +82,10 @@ struct OperatorCommandTests {
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
                 "state", "stages", "inFlight", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed",
-                "rejected",
+                "rejected", "uploads",
             ])
             #expect(status["inFlight"] as? [String: Int] == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
+            #expect(status["uploads"] as? [String: Int] == ["receiving": 0, "resumable": 0])
             let stages = try #require(status["stages"] as? [String: Int])
             #expect(stages == ["staging": 0, "incoming": 2, "processing": 0, "quarantine": 1])
             #expect(status["pendingBytes"] as? Int == Int(spool.pendingBytes))

@@ -83,15 +83,17 @@ final class SharepipeProcess: @unchecked Sendable {
     /// Starts the binary; see `runSharepipe` for the parameters.
     init(
         _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil,
-        stdin: Data? = nil
+        stdin: Data? = nil, launcher: [String] = []
     ) throws {
         outputDirectory = NSTemporaryDirectory() + "sharepipe-run-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
         for (name, contents) in [("stdout", Data()), ("stderr", Data()), ("stdin", stdin ?? Data())] {
             try contents.write(to: URL(fileURLWithPath: outputDirectory + "/" + name))
         }
-        process.executableURL = URL(fileURLWithPath: try sharepipeBinaryPath())
-        process.arguments = arguments
+        // A launcher (a program that sets something up and then execs the binary with the rest) runs first.
+        let command = launcher + [try sharepipeBinaryPath()] + arguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         let input = stdin == nil ? nil : FileHandle(forReadingAtPath: outputDirectory + "/stdin")

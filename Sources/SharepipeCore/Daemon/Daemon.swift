@@ -16,11 +16,16 @@ public struct Daemon: Sendable {
     let notifier: ServiceNotifier
     let activation: Activation?
     let reload: Reload?
+    /// issue 19: the body of `GET /v1/shares/ID` (the `show --json` report) and the share's sourceApp.
+    public typealias ShareTimeline = @Sendable (_ spool: Spool, _ shareID: String) throws
+        -> (json: [UInt8], sourceApp: String?)
+    let timeline: ShareTimeline?
 
     /// A daemon; nothing runs until `run()`.
     public init(
         configuration: DaemonConfiguration, registry: TypeRegistry = .standard, logger: Logger = Logger(),
-        environment: [String: String] = [:], activation: Activation? = nil, reload: Reload? = nil
+        environment: [String: String] = [:], activation: Activation? = nil, reload: Reload? = nil,
+        timeline: ShareTimeline? = nil
     ) {
         self.configuration = configuration
         self.registry = registry
@@ -28,7 +33,12 @@ public struct Daemon: Sendable {
         self.notifier = ServiceNotifier(environment: environment)
         self.activation = activation
         self.reload = reload
+        self.timeline = timeline
+        self.environment = environment
     }
+
+    /// The environment (systemd's LISTEN_FDS for the HTTP listeners).
+    let environment: [String: String]
 
     /// The processor a configuration names.
     public static func makeProcessor(_ choice: DaemonConfiguration.ProcessorChoice, registry: TypeRegistry)
@@ -79,7 +89,15 @@ public struct Daemon: Sendable {
         if configuration.oneshot {
             return try await runOnce(context)
         }
-        return try await runForever(context)
+        // issue 19: HTTP ingest; listeners are bound now, so a bad --listen fails the start.
+        var server: HTTPServer?
+        if !configuration.http.listen.isEmpty || configuration.http.socketActivation {
+            server = try HTTPServer(
+                configuration: configuration.http, spool: spool, registry: registry, logger: logger,
+                metrics: metrics.http, loaderConfiguration: { live.loader }, activation: activation,
+                timeline: timeline, environment: environment)
+        }
+        return try await runForever(context, server: server)
     }
 
     /// Threads the ingest runs on: opening, sniffing and copying block, so they stay off the cooperative pool. Many
@@ -143,7 +161,7 @@ public struct Daemon: Sendable {
         return 0
     }
 
-    private func runForever(_ context: Context) async throws -> Int32 {
+    private func runForever(_ context: Context, server: HTTPServer?) async throws -> Int32 {
         let signals = System.signals([SIGTERM, SIGINT, SIGHUP])
         let watcher = InboxWatcher(
             inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
@@ -171,6 +189,12 @@ public struct Daemon: Sendable {
             group.addTask {
                 try await statusLoop(context)
                 return false
+            }
+            if let server {
+                group.addTask {
+                    try await server.run()
+                    return false
+                }
             }
             if let keeper = LeaseKeeper(spool: context.spool, consumer: context.consumer, logger: logger) {
                 group.addTask(executorPreference: context.thread(0)) {

@@ -53,6 +53,8 @@ public struct DaemonConfiguration: Sendable {
     public var deferRetry: Duration = .seconds(5)
     /// How long SIGTERM waits for work in flight.
     public var shutdownDeadline: Duration = .seconds(10)
+    /// issue 19: HTTP ingest (`--listen`, `--tokens`, TLS, connection limits); no listeners by default.
+    public var http = HTTPConfiguration()
 
     /// The defaults documented in the README.
     public init() {}

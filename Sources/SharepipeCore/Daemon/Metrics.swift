@@ -25,6 +25,8 @@ final class Metrics: Sendable {
 
     private let state = Mutex(State())
     private let copies: CopiesInFlight
+    /// issue 19: the HTTP server's counters (zero without --listen).
+    let http = HTTPMetrics()
 
     /// Empty counters; the copies in flight are those of `copies` (this process's).
     init(copies: CopiesInFlight = .shared) {
@@ -113,6 +115,9 @@ final class Metrics: Sendable {
             if let oldest = state.oldestPendingCreatedAt {
                 line += ", oldest pending \(Self.age(from: oldest, to: now))"
             }
+            // issue 19: HTTP ingest
+            let uploads = http.uploadsInFlight
+            if uploads > 0 { line += ", uploads \(uploads)" }
             return line
         }
     }
@@ -171,6 +176,8 @@ final class Metrics: Sendable {
             buckets.append(("_sum", String(state.latencySum)))
             buckets.append(("_count", String(state.latencyCount)))
             metric("drop_to_processed_seconds", "histogram", "From the drop's last write to processed.", buckets)
+            // issue 19: HTTP ingest
+            for (name, type, help, samples) in http.samples { metric(name, type, help, samples) }
             return lines.joined(separator: "\n") + "\n"
         }
     }

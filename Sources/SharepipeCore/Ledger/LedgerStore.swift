@@ -73,6 +73,15 @@ final class LedgerStore: ShareLedger {
                 "ALTER TABLE shares ADD COLUMN claimed_by TEXT", "ALTER TABLE shares ADD COLUMN lease_until \(bigint)",
                 "CREATE INDEX shares_lease ON shares(lease_until) WHERE state = 'claimed'",
             ],
+            // v4 (issue 19): the first answer to each HTTP Idempotency-Key, per token NAME, for every daemon.
+            [
+                """
+                CREATE TABLE http_idempotency (scope TEXT NOT NULL, idempotency_key TEXT NOT NULL,
+                    share_id TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL, created_at \(bigint) NOT NULL,
+                    PRIMARY KEY (scope, idempotency_key))
+                """,
+                "CREATE INDEX http_idempotency_created ON http_idempotency(created_at)",
+            ],
         ]
     }
 

@@ -1,0 +1,217 @@
+import Foundation
+import Glibc
+
+/// What a `POST /v1/shares` body was, once received: its files in a receive directory, grouped into attachments.
+struct ReceivedBody: Sendable {
+    /// One received file.
+    struct Part: Sendable, Equatable {
+        var path: String
+        var filename: String?
+        var contentType: String?
+    }
+
+    /// One attachment: a form field's parts (multipart) or the body (single).
+    struct Attachment: Sendable, Equatable {
+        var field: String?
+        var parts: [Part]
+        /// Declared types from the `share` part or `Sharepipe-Type`.
+        var types: [String]?
+        var suggestedName: String?
+    }
+
+    var attachments: [Attachment]
+    /// The `share` part's `sourceApp`.
+    var sourceApp: String?
+}
+
+/// The `share` part of a multipart upload.
+struct SharePart: Decodable, Sendable {
+    struct Attachment: Decodable, Sendable {
+        var types: [String]?
+        var suggestedName: String?
+    }
+
+    var sourceApp: String?
+    var attachments: [String: Attachment]?
+}
+
+/// Receives a `POST /v1/shares` body into a directory of its own under `staging/` (`staging/http-UUID/`, locked like
+/// a share being loaded, so no recovery removes it while it is written, and any recovery removes it after a crash),
+/// one file per representation, written as the bytes arrive; the limits are counted as they arrive. Used from the
+/// connection's thread, one call at a time, until `finish`; then only `discard`, from the thread that ingests.
+final class ShareBodyReceiver: @unchecked Sendable {
+    private let directoryPath: String
+    private let lock: DirectoryLock
+    private let maxFileSize: Int64
+    private let maxShareSize: Int64
+    private let maxAttachments: Int
+    private var parser: MultipartParser?
+    private var single: ReceivedBody.Attachment?
+    private var file: FileDescriptor?
+    private var fileBytes: Int64 = 0
+    private(set) var totalBytes: Int64 = 0
+    private var attachments: [ReceivedBody.Attachment] = []
+    private var shareJSON: [UInt8]?
+    /// Inside a part that is kept (a file), or the `share` part, or a form field that is skipped.
+    private enum PartState { case none, file, share, skipped }
+    private var partState = PartState.none
+    private var partCount = 0
+
+    /// Most parts of one multipart body (files, the `share` part and skipped fields together).
+    static let maxParts = 1000
+    /// The largest `share` part.
+    static let maxSharePartBytes = 256 << 10
+
+    /// A receiver for a body of `kind`; `head` gives a single body's name and types.
+    init(
+        spool: Spool, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
+    ) throws {
+        maxFileSize = limits.maxFileSize
+        maxShareSize = limits.maxShareSize
+        maxAttachments = limits.maxAttachments
+        let name = "http-" + UUID.random().uuidString
+        try spool.directories.staging.makeDirectory(name)
+        directoryPath = spool.path(.staging) + "/" + name
+        guard let lock = try DirectoryLock.acquire(directoryPath) else {
+            throw ShareError(.io, "the receive directory was removed before it could be locked", errno: ENOENT)
+        }
+        self.lock = lock
+        switch kind {
+        case .multipart(let boundary):
+            parser = MultipartParser(boundary: boundary)
+        case .single:
+            let disposition = head["content-disposition"].map(HeaderValue.init)
+            let types = head["sharepipe-type"].map { text in
+                text.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
+            }
+            let contentType = head["content-type"].map { HeaderValue($0).value.lowercased() }
+            let part = ReceivedBody.Part(
+                path: directoryPath + "/0", filename: disposition?.filename, contentType: contentType)
+            single = ReceivedBody.Attachment(
+                field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
+            file = try Self.create(part.path)
+        }
+    }
+
+    /// Writes the next bytes of the body.
+    func receive(_ bytes: UnsafeRawBufferPointer) throws(ShareError) {
+        do {
+            if parser == nil {
+                try append(bytes)
+                return
+            }
+            for event in try parser!.feed(bytes) {
+                try handle(event)
+            }
+        } catch let error as ShareError {
+            throw error
+        } catch {
+            throw ShareError(.io, "\(error)")
+        }
+    }
+
+    /// The body is complete: what it holds.
+    func finish() throws(ShareError) -> ReceivedBody {
+        file = nil
+        if let single { return ReceivedBody(attachments: [single]) }
+        try parser!.finish()
+        var sourceApp: String?
+        if let shareJSON {
+            let part: SharePart
+            do {
+                part = try JSONDecoder().decode(SharePart.self, from: Data(shareJSON))
+            } catch {
+                throw ShareError(.badRequest, "the share part is not the JSON object the API describes")
+            }
+            sourceApp = part.sourceApp
+            for index in attachments.indices {
+                guard let field = attachments[index].field, let given = part.attachments?[field] else { continue }
+                if let types = given.types {
+                    guard types.count == attachments[index].parts.count else {
+                        throw ShareError(.badRequest, "the share part gives \(types.count) types for a field of "
+                            + "\(attachments[index].parts.count) parts")
+                    }
+                    attachments[index].types = types
+                }
+                if let name = given.suggestedName { attachments[index].suggestedName = HeaderValue.safeFileName(name) }
+            }
+        }
+        guard !attachments.isEmpty else { throw ShareError(.badRequest, "the multipart body holds no file part") }
+        return ReceivedBody(attachments: attachments, sourceApp: sourceApp)
+    }
+
+    /// Removes what was received (after the loader copied it, or when the request failed or was cut off).
+    func discard() {
+        file = nil
+        try? lock.removeContents()
+        try? System.removeDirectory(directoryPath)
+    }
+
+    private func handle(_ event: MultipartParser.Event) throws {
+        switch event {
+        case .partBegin(let head):
+            partCount += 1
+            guard partCount <= Self.maxParts else {
+                throw ShareError(.badRequest, "more than \(Self.maxParts) parts")
+            }
+            if head.name == "share" && head.filename == nil {
+                guard partCount == 1 else { throw ShareError(.badRequest, "the share part must come first") }
+                partState = .share
+                shareJSON = []
+                return
+            }
+            guard head.filename != nil else {
+                // A plain form field: not a representation (only parts with a file name are).
+                partState = .skipped
+                return
+            }
+            let path = directoryPath + "/" + String(partCount)
+            let part = ReceivedBody.Part(path: path, filename: head.filename, contentType: head.contentType)
+            if let index = attachments.firstIndex(where: { $0.field == head.name }) {
+                attachments[index].parts.append(part)
+            } else {
+                guard attachments.count < maxAttachments else {
+                    throw ShareError(.tooManyAttachments, "more than \(maxAttachments) attachments")
+                }
+                attachments.append(ReceivedBody.Attachment(
+                    field: head.name, parts: [part], suggestedName: HeaderValue.safeFileName(head.filename)))
+            }
+            file = try Self.create(path)
+            fileBytes = 0
+            partState = .file
+        case .partData(let bytes):
+            switch partState {
+            case .file:
+                try bytes.withUnsafeBytes { try append($0) }
+            case .share:
+                shareJSON?.append(contentsOf: bytes)
+                if (shareJSON?.count ?? 0) > Self.maxSharePartBytes {
+                    throw ShareError(.badRequest, "the share part is over \(Self.maxSharePartBytes) bytes")
+                }
+            case .skipped, .none:
+                break
+            }
+        case .partEnd:
+            file = nil
+            partState = .none
+        case .end:
+            break
+        }
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if fileBytes + Int64(bytes.count) > maxFileSize {
+            throw ShareError(.tooLarge, "an attachment is over the \(maxFileSize)-byte limit")
+        }
+        if totalBytes + Int64(bytes.count) > maxShareSize {
+            throw ShareError(.shareTooLarge, "the share is over the \(maxShareSize)-byte limit")
+        }
+        try file?.writeAll(bytes)
+        fileBytes += Int64(bytes.count)
+        totalBytes += Int64(bytes.count)
+    }
+
+    private static func create(_ path: String) throws -> FileDescriptor {
+        try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+    }
+}
