@@ -202,7 +202,8 @@ public struct ShareLoader: Sendable {
                 // step of a small share, so the same head is not sniffed twice.
                 let presniffed = (provider as? FileItemProvider)?.sniffed ?? (provider as? InboxFileProvider)?.sniffed
                 let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
-                    ?? Magic.shared.mimeType(of: copy.head)
+                    ?? Magic.shared.mimeType(
+                        of: copy.head, scope: registry.sniffScope(declaredType: chosen, head: copy.head))
                 outcome.sniffedMimeType = mimeType
                 if registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, head: copy.head) {
                     outcome.copy = copy
