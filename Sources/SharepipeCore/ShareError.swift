@@ -18,6 +18,7 @@ public struct ShareError: Error, Sendable, Equatable, CustomStringConvertible {
         case processorFailed = "ERR_PROCESSOR_FAILED"
         case notActivated = "ERR_NOT_ACTIVATED"
         case notFound = "ERR_NOT_FOUND"
+        case duplicate = "ERR_DUPLICATE"
     }
 
     /// The stable code.

@@ -264,6 +264,7 @@ extension PostgresLedger {
             try session.query(
                 "DELETE FROM shares WHERE state IN ('processed', 'rejected', 'purged') AND updated_at < $1",
                 [String(cutoff)])
+            try session.query("DELETE FROM contents WHERE created_at < $1", [String(cutoff)])
             try session.query(
                 "DELETE FROM sources WHERE state = 'done' AND NOT EXISTS (SELECT 1 FROM shares WHERE id = share_id)")
             return events.changed

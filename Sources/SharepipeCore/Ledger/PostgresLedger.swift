@@ -82,6 +82,8 @@ final class PostgresLedger: ShareLedger {
             "ALTER TABLE shares ADD COLUMN claimed_by TEXT, ADD COLUMN lease_until BIGINT",
             "CREATE INDEX shares_lease ON shares(lease_until) WHERE state = 'claimed'",
         ],
+        // v4: the contents of copies, for the duplicate check.
+        contentsMigration,
     ]
 
     /// Who this process is, for `claimed_by`: host:pid:boot-id.
@@ -143,7 +145,9 @@ final class PostgresLedger: ShareLedger {
         var rows = Columns(4)
         var events = Columns(6)
         var sources = Columns(6)
+        var contents = Columns(8)
         for share in shares {
+            contents.append(contentsOf: Self.contentColumns(share.manifest, now: LedgerClock.now()))
             let manifest = share.manifest
             let copied = manifest.attachments.filter { $0.status == .copied }
             rows.append([
@@ -171,13 +175,21 @@ final class PostgresLedger: ShareLedger {
                     SELECT $1, id, ev, a, ty, b, c
                     FROM unnest($6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::text[])
                         AS t(id, ev, a, ty, b, c)
+                ), c AS (
+                    -- The copies no duplicate check reserved (--duplicates accept), so that a later check finds them.
+                    INSERT INTO contents (share_id, attachment, sha256, file_id, created_at, original_share,
+                        original_file, original_at)
+                    SELECT id, a, h, f, at, os, ofile, oat
+                    FROM unnest($18::text[], $19::int[], $20::text[], $21::text[], $22::bigint[], $23::text[],
+                        $24::text[], $25::bigint[]) AS t(id, a, h, f, at, os, ofile, oat)
+                    WHERE NOT EXISTS (SELECT 1 FROM contents WHERE share_id = t.id)
                 )
                 INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state)
                 SELECT id, d, i, sz, m, h, 'staged'
                 FROM unnest($12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::text[])
                     AS t(id, d, i, sz, m, h)
                 """,
-                [now] + rows.arrays + events.arrays + sources.arrays)
+                [now] + rows.arrays + events.arrays + sources.arrays + contents.arrays)
         }
     }
 

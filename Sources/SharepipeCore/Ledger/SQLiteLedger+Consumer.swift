@@ -183,6 +183,7 @@ extension SQLiteLedger {
             try connection.query(
                 "DELETE FROM shares WHERE state IN ('processed', 'rejected', 'purged') AND updated_at < ?",
                 [.integer(cutoff)])
+            try connection.query("DELETE FROM contents WHERE created_at < ?", [.integer(cutoff)])
             try connection.query("DELETE FROM sources WHERE state = 'done' AND share_id NOT IN (SELECT id FROM shares)")
             return Int(count.first?.first?.integer ?? 0)
         }

@@ -45,6 +45,8 @@ final class SQLiteLedger: ShareLedger {
         """,
         // v2: marking a share's sources done, and the latency of a processed share, look sources up by share.
         "CREATE INDEX sources_share ON sources(share_id);",
+        // v3: the contents of copies, for the duplicate check.
+        contentsMigration,
     ]
 
     /// Opens the ledger at `path`, creating and migrating it as needed.
@@ -119,6 +121,7 @@ final class SQLiteLedger: ShareLedger {
         try database.transaction { connection in
             for share in shares {
                 try Self.insert(share.manifest, state: .staged, now: now, on: connection)
+                try Self.recordContents(of: share.manifest, now: now, on: connection)
                 for source in share.sources {
                     try connection.query(
                         "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",

@@ -40,6 +40,8 @@ extension Spool {
         if report.stagingRemoved > 0 { try directories.staging.sync() }
         let unpublished = try removed.filter { try ledger.state(ofShare: $0) == .staged }
         if !unpublished.isEmpty { logViolations(try ledger.recordUnpublished(unpublished, code: nil), during: "recover") }
+        // Content reserved by the duplicate check for a share that never got staged no longer holds its content.
+        try ledger.releaseContents(ofShares: removed)
 
         var liveClaims: Set<String> = []
         for shareID in try shareIDs(in: .processing) {
