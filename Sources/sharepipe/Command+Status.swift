@@ -21,7 +21,8 @@ func secondsSince(_ date: Date, now: Date = Date()) -> Int {
 /// last 24 hours.
 struct StatusCommand: Command {
     static let name = "status"
-    static let abstract = "Show shares per stage, copies in flight, pending bytes and the last 24 hours' failures."
+    static let abstract =
+        "Show shares per stage, copies in flight, pending bytes, the last 24 hours' failures and duplicates per day."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. Copies in
@@ -55,9 +56,12 @@ struct StatusCommand: Command {
         var recentFailures: [String: Int]
         var processed: Int
         var rejected: Int
+        /// Duplicate attachments per UTC day over the last 30 days, oldest first; days without any are left out.
+        var duplicatesPerDay: [DuplicateDay]
 
         enum CodingKeys: String, CodingKey {
             case state, stages, inFlight, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
+            case duplicatesPerDay
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -70,6 +74,7 @@ struct StatusCommand: Command {
             try container.encode(recentFailures, forKey: .recentFailures)
             try container.encode(processed, forKey: .processed)
             try container.encode(rejected, forKey: .rejected)
+            try container.encode(duplicatesPerDay, forKey: .duplicatesPerDay)
         }
     }
 
@@ -99,7 +104,8 @@ struct StatusCommand: Command {
             pendingBytes: status.pendingBytes,
             oldestPendingAgeSeconds: status.oldestPendingCreatedAt.map { secondsSince($0) },
             recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
-            processed: status.processed, rejected: status.rejected)
+            processed: status.processed, rejected: status.rejected,
+            duplicatesPerDay: try spool.duplicateDays(last: 30))
         if json {
             try Output.printJSON(report)
         } else {
@@ -132,6 +138,9 @@ struct StatusCommand: Command {
             ["rejected", String(report.rejected)],
             ["failures (24 h)", failures.isEmpty ? "none" : failures.joined(separator: ", ")],
         ]
-        Output.write(Output.table(rows))
+        let duplicates = report.duplicatesPerDay.enumerated().map { index, day in
+            [index == 0 ? "duplicates (30 d)" : "", day.day + ": \(day.flagged) flagged, \(day.rejected) rejected"]
+        }
+        Output.write(Output.table(rows + (duplicates.isEmpty ? [["duplicates (30 d)", "none"]] : duplicates)))
     }
 }
