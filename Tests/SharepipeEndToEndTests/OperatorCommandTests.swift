@@ -82,7 +82,7 @@ struct OperatorCommandTests {
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
                 "state", "stages", "inFlight", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed",
-                "rejected",
+                "rejected", "duplicatesPerDay",
             ])
             #expect(status["inFlight"] as? [String: Int] == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
             let stages = try #require(status["stages"] as? [String: Int])
@@ -112,7 +112,7 @@ struct OperatorCommandTests {
             for share in shares {
                 #expect(Set(share.keys) == [
                     "shareId", "stage", "attachments", "bytes", "createdAt", "ageSeconds", "attempts", "lastCode",
-                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy",
+                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy", "duplicates",
                 ])
             }
             let byID = Dictionary(uniqueKeysWithValues: shares.map { ($0["shareId"] as? String ?? "", $0) })
