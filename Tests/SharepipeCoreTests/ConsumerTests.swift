@@ -78,15 +78,12 @@ func eventually(_ timeout: Duration = .seconds(10), _ condition: () throws -> Bo
     return try condition()
 }
 
-extension SQLiteLedger {
+extension LedgerStore {
     /// Events of one kind recorded for a share, with their codes.
     func events(_ event: LedgerEvent, shareID: String) throws -> [String?] {
-        try database.withConnection { connection in
-            try connection.query(
-                "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq",
-                [.text(shareID), .text(event.rawValue)]
-            ).map { $0[0].text }
-        }
+        try driver.run(
+            "SELECT code FROM events WHERE share_id = ? AND event = ? ORDER BY seq", [.text(shareID), .text(event.rawValue)]
+        ).rows.map { $0[0].text }
     }
 }
 
@@ -164,8 +161,8 @@ extension SQLiteLedger {
             #expect(times[2] - times[1] >= .milliseconds(200))
             #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
             #expect(try spool.ledger.state(ofShare: shareID) == .processed)
-            #expect(try spool.sqlite.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
-            #expect(try spool.sqlite.events(.processed, shareID: shareID).count == 1)
+            #expect(try spool.store.events(.failed, shareID: shareID) == ["ERR_IO", "ERR_IO"])
+            #expect(try spool.store.events(.processed, shareID: shareID).count == 1)
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try entries(spool, .processing).isEmpty)
         }
@@ -195,7 +192,7 @@ extension SQLiteLedger {
             #expect(Set((json as? [String: Any])?.keys ?? [:].keys)
                 == ["code", "message", "attempts", "firstAttemptAt", "lastAttemptAt"])
             #expect(try spool.ledger.state(ofShare: shareID) == .quarantined)
-            #expect(try spool.sqlite.events(.quarantined, shareID: shareID) == ["ERR_PROCESSOR_FAILED"])
+            #expect(try spool.store.events(.quarantined, shareID: shareID) == ["ERR_PROCESSOR_FAILED"])
 
             try spool.requeue(shareID)
             #expect(try entries(spool, .incoming) == [shareID])

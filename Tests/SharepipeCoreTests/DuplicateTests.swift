@@ -41,36 +41,53 @@ import SharepipeTesting
         return StagedRecord(manifest: manifest, sources: [])
     }
 
-    // MARK: The plan
+    // MARK: Which copy is whose duplicate
 
-    @Test func theSecondCopyInAShareDuplicatesTheFirst() {
-        let (a, b) = (Self.hash(1), Self.hash(2))
-        let reservation = Self.reservation("S", at: 1_000, [a, b, a], policy: .flag)
-        let plan = DuplicatePlan(reservation, found: [:])
-        #expect(plan.origins.map { $0?.shareId } == [nil, nil, "S"])
-        #expect(plan.origins[2]?.fileId == reservation.claims[0].fileID)
-        #expect(plan.rows.map(\.rejected) == [false, false, false])
+    @Test(arguments: LedgerKind.available)
+    func theSecondCopyInAShareDuplicatesTheFirst(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let (a, b) = (Self.hash(1), Self.hash(2))
+            let flagged = Self.reservation(at: 1_000, [a, b, a], policy: .flag)
+            let origins = try ledger.reserveContents(flagged)
+            #expect(origins.map { $0?.shareId } == [nil, nil, flagged.shareID])
+            #expect(origins[2]?.fileId == flagged.claims[0].fileID)
 
-        let rejecting = DuplicatePlan(Self.reservation("S", at: 1_000, [a, b, a]), found: [:])
-        #expect(rejecting.rows.map(\.rejected) == [false, false, true])
+            let rejecting = Self.reservation(at: 1_000_000, [b, b, b])
+            #expect(try ledger.reserveContents(rejecting).map { $0?.fileId }
+                == [nil, rejecting.claims[0].fileID, rejecting.claims[0].fileID])
+            #expect(try ledger.duplicates(ofShare: rejecting.shareID).map(\.rejected) == [true, true])
+        }
     }
 
-    @Test func anEarlierShareIsTheOriginalOfEveryCopy() {
-        let a = Self.hash(1)
-        let earlier = DuplicateOrigin(shareId: "E", fileId: "F", createdAtMilliseconds: 500)
-        let plan = DuplicatePlan(Self.reservation("S", at: 1_000, [a, a]), found: [a: earlier])
-        #expect(plan.origins == [earlier, earlier])
-        #expect(plan.rows.allSatisfy { $0.rejected })
+    @Test(arguments: LedgerKind.available)
+    func anEarlierShareIsTheOriginalOfEveryCopy(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let a = Self.hash(1)
+            let now = LedgerClock.now()
+            let earlier = Self.staged([a], at: now - 500)
+            try ledger.recordStaged([earlier])
+            let origins = try ledger.reserveContents(Self.reservation(at: now, [a, a]))
+            #expect(origins.map { $0?.shareId } == [earlier.manifest.shareId, earlier.manifest.shareId])
+            #expect(origins.first??.createdAt == earlier.manifest.createdAt)
+        }
     }
 
     /// An all-or-nothing share that loses a copy to reject is rolled back: none of its copies may become an original.
-    @Test func anAllOrNothingShareWithARejectedCopyRecordsNoOriginal() {
-        let (a, b) = (Self.hash(1), Self.hash(2))
-        let earlier = DuplicateOrigin(shareId: "E", fileId: "F", createdAtMilliseconds: 500)
-        let plan = DuplicatePlan(Self.reservation("S", at: 1_000, [a, b], allOrNothing: true), found: [b: earlier])
-        #expect(plan.origins == [nil, earlier])
-        #expect(plan.rows.map(\.claim.sha256) == [b])
-        #expect(plan.rows.allSatisfy { $0.rejected })
+    @Test(arguments: LedgerKind.available)
+    func anAllOrNothingShareWithARejectedCopyRecordsNoOriginal(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let (a, b) = (Self.hash(1), Self.hash(2))
+            let now = LedgerClock.now()
+            let earlier = Self.staged([b], at: now - 500)
+            try ledger.recordStaged([earlier])
+            let strict = Self.reservation(at: now, [a, b], allOrNothing: true)
+            #expect(try ledger.reserveContents(strict).map { $0?.shareId } == [nil, earlier.manifest.shareId])
+            // a was not kept: the next share holding it is its original.
+            #expect(try ledger.reserveContents(Self.reservation(at: now + 1, [a])) == [nil])
+        }
     }
 
     @Test func timesRoundTripThroughTheLedgersMilliseconds() {
@@ -183,11 +200,8 @@ import SharepipeTesting
     @Test(arguments: LedgerKind.available)
     func connectionsRacingForOneContentMakeOneOriginal(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in
-            let url = kind == .postgresql ? try TestPostgres.freshDatabase() : nil
-            let ledgers: [any ShareLedger] = try (0..<8).map { _ in
-                if let url { return try PostgresLedger(url: url) }
-                return try SQLiteLedger(path: dir + "/ledger.sqlite")
-            }
+            let database = try kind.database(in: dir)
+            let ledgers = try (0..<8).map { _ in try kind.store(database) }
             for round in 0..<20 {
                 let hash = Self.hash(1_000 + round)
                 let originals = Atomic<Int>(0)

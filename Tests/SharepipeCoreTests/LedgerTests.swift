@@ -60,21 +60,19 @@ import Testing
             var times = [eightDaysAgo, eightDaysAgo]
             #expect(utimensat(AT_FDCWD, spool.path(.quarantine, ids[0]), &times, AT_SYMLINK_NOFOLLOW) == 0)
             let longAgo = LedgerClock.now() - 31 * 86_400_000
-            let aged = try spool.sqlite.database.withConnection { connection in
-                try connection.query(
-                    "UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])
-                try connection.query("UPDATE events SET at = ? WHERE share_id = ?", [.integer(longAgo), .text(ids[2])])
-                return try connection.query("SELECT COUNT(*) FROM events WHERE share_id = ?", [.text(ids[2])])
-            }
+            let driver = spool.store.driver
+            try driver.run("UPDATE shares SET updated_at = ? WHERE id = ?", [.integer(longAgo), .text(ids[2])])
+            try driver.run("UPDATE events SET at = ? WHERE share_id = ?", [.integer(longAgo), .text(ids[2])])
+            let aged = try driver.run("SELECT COUNT(*) FROM events WHERE share_id = ?", [.text(ids[2])]).scalar
 
             let report = try spool.applyRetention()
             #expect(report.purgedShares == 1)
-            #expect(report.prunedEvents == Int(aged.first?.first?.integer ?? -1))
+            #expect(report.prunedEvents == Int(aged.integer ?? -1))
             #expect(try entries(spool, .quarantine) == [ids[1]])
             #expect(try spool.ledger.state(ofShare: ids[0]) == .purged)
             #expect(try spool.ledger.state(ofShare: ids[2]) == nil)
-            #expect(try spool.sqlite.events(.processed, shareID: ids[2]).isEmpty)
-            #expect(try spool.sqlite.events(.quarantined, shareID: ids[1]).count == 1)
+            #expect(try spool.store.events(.processed, shareID: ids[2]).isEmpty)
+            #expect(try spool.store.events(.quarantined, shareID: ids[1]).count == 1)
         }
     }
 }

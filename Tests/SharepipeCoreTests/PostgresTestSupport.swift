@@ -30,8 +30,7 @@ enum TestPostgres {
     static func freshDatabase() throws -> String {
         let server = try serverURL()
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let connection = try PostgresConnection(url: server, setting: "SHAREPIPE_TEST_PG")
-        try connection.withSession { session in try session.query("CREATE SCHEMA \(schema)") }
+        try PostgresDriver(url: server, setting: "SHAREPIPE_TEST_PG").run("CREATE SCHEMA \(schema)")
         let separator = server.contains("?") ? "&" : "?"
         return server + separator + "options=-c%20search_path%3D\(schema)"
     }
@@ -54,11 +53,23 @@ enum LedgerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// SQLite, and PostgreSQL when its tests run.
     static var available: [LedgerKind] { TestPostgres.enabled ? allCases : [.sqlite] }
 
+    /// A new, empty database of this kind: a file for SQLite, a schema of its own for PostgreSQL.
+    func database(in directory: String) throws -> String {
+        self == .sqlite ? directory + "/ledger-\(UUID().uuidString).sqlite" : try TestPostgres.freshDatabase()
+    }
+
+    /// A driver of `database`.
+    func driver(_ database: String) throws -> any SQLDriver {
+        self == .sqlite ? try SQLiteDriver(path: database) : try PostgresDriver(url: database, setting: "--ledger")
+    }
+
+    /// A ledger store on `database`, with leases as a daemon has them (PostgreSQL only).
+    func store(_ database: String, owner: String = LedgerStore.currentOwner()) throws -> LedgerStore {
+        try LedgerStore(driver: driver(database), lease: self == .sqlite ? nil : .seconds(30), owner: owner)
+    }
+
     /// A new, empty ledger of this kind.
-    func make(in directory: String, owner: String = PostgresLedger.currentOwner()) throws -> any ShareLedger {
-        switch self {
-        case .sqlite: try SQLiteLedger(path: directory + "/ledger.sqlite")
-        case .postgresql: try PostgresLedger(url: try TestPostgres.freshDatabase(), owner: owner)
-        }
+    func make(in directory: String) throws -> LedgerStore {
+        try store(try database(in: directory))
     }
 }

@@ -21,15 +21,15 @@ import Testing
         let receipt = await ShareLoader(spool: spool).load(
             paths.map { FileItemProvider(path: $0, types: ["public.plain-text"]) })
         try #require(receipt.status == .complete)
-        try spool.sqlite.database.transaction { connection in
-            for source in sources {
-                try connection.query(
+        _ = try spool.store.driver.execute(
+            sources.map { source in
+                SQLStatement(
                     "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
                     [.text(receipt.shareId), .integer(Int64(bitPattern: source.device)),
                      .integer(Int64(bitPattern: source.inode)), .integer(source.size),
                      .integer(source.modificationTime), .text(source.sha256), "staged"])
-            }
-        }
+            },
+            durable: true)
         return receipt.shareId
     }
 
@@ -132,7 +132,7 @@ import Testing
             #expect(try spool.ledger.attempts(ofShare: ids[1]) == 1)
             #expect(try spool.ledger.state(ofShare: ids[0]) == .published)
             #expect(try spool.ledger.state(ofShare: ids[1]) == .published)
-            #expect(try spool.sqlite.events(.recovered, shareID: ids[1]).count == 1)
+            #expect(try spool.store.events(.recovered, shareID: ids[1]).count == 1)
             let log = CallLog()
             let summary = try await Consumer(
                 spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
@@ -265,9 +265,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             let shareID = try #require(try await publishTextShares(spool, ["published\n"]).first)
-            try spool.sqlite.database.withConnection { connection in
-                try connection.query("UPDATE shares SET state = 'staged' WHERE id = ?", [.text(shareID)])
-            }
+            try spool.store.driver.run("UPDATE shares SET state = 'staged' WHERE id = ?", [.text(shareID)])
             _ = try spool.recover()
             #expect(try spool.ledger.state(ofShare: shareID) == .published)
             #expect(try entries(spool, .incoming) == [shareID])

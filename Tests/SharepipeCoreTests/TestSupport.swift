@@ -30,8 +30,8 @@ let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xDE]
 
 extension Spool {
-    /// The embedded ledger, for tests that look at its rows.
-    var sqlite: SQLiteLedger { ledger as! SQLiteLedger }
+    /// The ledger store, for tests that look at its rows.
+    var store: LedgerStore { ledger as! LedgerStore }
 
     /// Claims one share; nil when another claimer won it or it is gone.
     func claim(_ shareID: String) throws -> ShareClaim? {

@@ -155,8 +155,7 @@ enum ClusterTests {
     static func freshDatabase() throws -> String {
         let server = try serverURL()
         let schema = "e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let connection = try PostgresConnection(url: server, setting: "SHAREPIPE_TEST_PG")
-        try connection.withSession { session in try session.query("CREATE SCHEMA \(schema)") }
+        try PostgresDriver(url: server, setting: "SHAREPIPE_TEST_PG").run("CREATE SCHEMA \(schema)")
         return server + (server.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)"
     }
 }

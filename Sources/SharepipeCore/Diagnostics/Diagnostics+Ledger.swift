@@ -3,18 +3,18 @@ extension Diagnostics {
     /// the server. Nothing is created or migrated. None for the embedded ledger, which the state checks cover.
     public static func ledger(_ location: LedgerLocation) -> [DiagnosticCheck] {
         guard case .postgresql(let url, let lease) = location else { return [] }
-        let connection: PostgresConnection
+        let connection: PostgresDriver
         do {
-            connection = try PostgresConnection(url: url, setting: "--ledger")
+            connection = try PostgresDriver(url: url, setting: "--ledger")
         } catch {
             return [DiagnosticCheck(
                 name: "ledger", status: .failure, detail: "\(error)",
                 hint: "check the URL, the password (PGPASSWORD or ~/.pgpass) and that the server lets this host in")]
         }
         var checks = [DiagnosticCheck(name: "ledger", status: .ok, detail: "connected to \(connection.target)")]
-        let latest = PostgresLedger.migrations.count
+        let latest = LedgerStore.migrations(connection.dialect).count
         do {
-            let version = try PostgresLedger.schemaVersion(connection)
+            let version = try LedgerStore.schemaVersion(connection)
             if version == latest {
                 checks.append(DiagnosticCheck(name: "ledger schema", status: .ok, detail: "version \(version)"))
             } else if version < latest {
@@ -27,7 +27,7 @@ extension Diagnostics {
                     detail: "version \(version) is newer than this sharepipe's \(latest)",
                     hint: "upgrade sharepipe on this host to the version the other hosts run"))
             }
-            let skew = try PostgresLedger.clockSkew(connection)
+            let skew = try LedgerStore.clockSkew(connection)
             let detail = "this host's clock is \(abs(skew)) ms \(skew > 0 ? "behind" : "ahead of") the server's"
             let hint = "keep every host in NTP sync: leases use the server's clock, recorded times each host's"
             let status: DiagnosticCheck.Status =

@@ -25,8 +25,9 @@ public enum LedgerLocation: Sendable, Equatable {
     func open(root: String) throws -> any ShareLedger {
         do {
             switch self {
-            case .sqlite: return try SQLiteLedger(path: root + "/ledger.sqlite")
-            case .postgresql(let url, let lease): return try PostgresLedger(url: url, lease: lease)
+            case .sqlite: return try LedgerStore(driver: SQLiteDriver(path: root + "/ledger.sqlite"))
+            case .postgresql(let url, let lease):
+                return try LedgerStore(driver: PostgresDriver(url: url, setting: "--ledger"), lease: lease)
             }
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, error.message)

@@ -174,9 +174,9 @@ protocol ShareLedger: AnyObject, Sendable {
     // MARK: Duplicates (issue 21)
 
     /// Looks up, per claimed content, the earliest copy within the window that counts as an original (ingested or
-    /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), then records
-    /// the rows `DuplicatePlan` gives, in one transaction that serializes on the contents' hashes across every
-    /// process on the ledger. Returns the plan's origins, one per claim.
+    /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), and records
+    /// each claim with what it found (see `ContentReservation`), in one transaction that serializes on the
+    /// contents' hashes across every process on the ledger. Returns the origins, one per claim (nil: an original).
     func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?]
     /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).
     func releaseContents(ofShares shareIDs: [String]) throws

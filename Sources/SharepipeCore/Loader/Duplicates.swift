@@ -46,7 +46,9 @@ struct ContentClaim: Sendable, Equatable {
 
 /// A share's request to the ledger: look its copies' contents up, and record those that will be ingested, in one
 /// transaction that serializes on the contents' hashes (so two daemons ingesting one content at once never both
-/// find no original).
+/// find no original). Within the share, the second copy of a content duplicates the first; across shares, a copy
+/// duplicates the earliest copy that counts. Under `reject` a duplicate is recorded as rejected (for `show` and
+/// `status`, never an original), and an all-or-nothing share that loses a copy records no original at all.
 struct ContentReservation: Sendable {
     var shareID: String
     /// When the share was created (its manifest's `createdAt`), ms since the epoch.
@@ -62,49 +64,6 @@ struct ContentReservation: Sendable {
     /// A reservation whose share was never staged counts as an original only when made after this time: a loader
     /// that died between reserving and staging does not block the content for longer.
     var reservationsSince: Int64
-}
-
-/// A content row the ledger records: an ingested copy (an original, or a flagged duplicate naming its original), or
-/// a rejected duplicate, kept for `show` and `status` but never an original itself.
-struct ContentRow: Sendable, Equatable {
-    var claim: ContentClaim
-    var origin: DuplicateOrigin?
-    var rejected: Bool
-}
-
-/// Which attachments of a share duplicate what, and which rows the ledger records: the pure part of the duplicate
-/// check, shared by every ledger. Within one share, the second copy of a content duplicates the first; across
-/// shares, a copy duplicates the earliest counting copy the ledger found.
-struct DuplicatePlan: Sendable, Equatable {
-    /// Per claim, in the reservation's order: the original it duplicates, nil for an original.
-    var origins: [DuplicateOrigin?]
-    /// The rows to record.
-    var rows: [ContentRow]
-
-    /// Plans a reservation given, per hash, the earliest counting copy the ledger holds within the window.
-    init(_ reservation: ContentReservation, found: [String: DuplicateOrigin]) {
-        var earliest = found
-        var origins: [DuplicateOrigin?] = []
-        var rows: [ContentRow] = []
-        let createdAt = Date(timeIntervalSince1970: Double(reservation.createdAt) / 1000).rfc3339
-        for claim in reservation.claims {
-            let origin = earliest[claim.sha256]
-            origins.append(origin)
-            if origin == nil {
-                earliest[claim.sha256] = DuplicateOrigin(
-                    shareId: reservation.shareID, fileId: claim.fileID, createdAt: createdAt)
-            }
-            rows.append(ContentRow(
-                claim: claim, origin: origin, rejected: origin != nil && reservation.policy == .reject))
-        }
-        // A rejected duplicate in an all-or-nothing share rolls it back: none of its copies is ingested, so none may
-        // become an original that another share is then refused for.
-        if reservation.policy == .reject && reservation.allOrNothing && rows.contains(where: \.rejected) {
-            rows = rows.filter(\.rejected)
-        }
-        self.origins = origins
-        self.rows = rows
-    }
 }
 
 /// Duplicates one day saw, for `sharepipe status`.

@@ -1,0 +1,120 @@
+import Foundation
+
+/// What `sharepipe status` shows: counts per stage, pending bytes, recent failures by code, oldest pending age.
+public struct SpoolStatus: Sendable, Equatable {
+    /// Shares being written.
+    public var staging = 0
+    /// Shares published and waiting for a consumer.
+    public var incoming = 0
+    /// Shares claimed by a consumer.
+    public var processing = 0
+    /// Shares that failed for good.
+    public var quarantine = 0
+    /// Shares processed and removed (within the event retention).
+    public var processed = 0
+    /// Shares rejected before publishing (within the event retention).
+    public var rejected = 0
+    /// Bytes of the shares published and not yet processed.
+    public var pendingBytes: Int64 = 0
+    /// When the oldest share still waiting was created.
+    public var oldestPendingCreatedAt: Date?
+    /// Failures in the last 24 hours (attachments refused by the loader, attempts failed in a processor), by code.
+    public var recentFailures: [ShareError.Code: Int] = [:]
+}
+
+/// One share in `sharepipe ls`.
+public struct ShareListing: Sendable, Equatable {
+    /// The share's UUID.
+    public var shareId: String
+    /// Where it is.
+    public var stage: Spool.Stage
+    /// Copied attachments.
+    public var attachments: Int
+    /// Bytes copied.
+    public var bytes: Int64
+    /// When it was created.
+    public var createdAt: Date
+    /// Processor attempts made.
+    public var attempts: Int
+    /// The last failure's code, if any.
+    public var lastCode: ShareError.Code?
+    /// When a share waiting for a retry may be claimed again.
+    public var notBefore: Date?
+    /// Who holds the claim on a share in processing (host:pid:boot-id).
+    public var claimedBy: String? = nil
+}
+
+extension Spool {
+    /// Counts per stage and recent failures, from the ledger.
+    public func status(now: Date = Date()) throws -> SpoolStatus {
+        try ledger.status(now: Int64(now.timeIntervalSince1970 * 1000))
+    }
+
+    /// Every share that is not finished (staging, incoming, processing, quarantine), oldest first.
+    public func listShares() throws -> [ShareListing] {
+        try ledger.listShares()
+    }
+}
+
+/// One lifecycle event from the ledger, as `sharepipe show` and `sharepipe events` print it. Events carry ids, stages,
+/// codes, sizes and type identifiers — never content or file names.
+package struct TimelineEvent: Sendable, Equatable {
+    /// The event's position in the ledger; later events have larger numbers.
+    package var sequence: Int64
+    /// When it was recorded, milliseconds since the epoch.
+    package var time: Int64
+    /// The share it belongs to.
+    package var shareId: String
+    /// What happened: staged, published, claimed, processed, deleted, failed, retried, quarantined, rejected,
+    /// recovered.
+    package var event: String
+    /// The processor attempt it belongs to, from 1; nil for the loader's events.
+    package var attempt: Int?
+    /// The attachment it is about, for the loader's per-attachment events.
+    package var attachment: Int?
+    /// The attachment's type identifier.
+    package var typeIdentifier: String?
+    /// Bytes copied, or removed.
+    package var bytes: Int64?
+    /// The error code of a failure.
+    package var code: String?
+    /// How long the step took.
+    package var durationMilliseconds: Int64?
+}
+
+/// A share's row in the ledger.
+package struct ShareRecord: Sendable, Equatable {
+    /// The share's UUID.
+    package var shareId: String
+    /// staged, published, claimed, processed, quarantined, rejected or purged.
+    package var state: String
+    /// The sharing app's bundle identifier.
+    package var sourceApp: String?
+    /// When it was created, milliseconds since the epoch.
+    package var createdAt: Int64
+    /// Copied attachments.
+    package var attachments: Int
+    /// Bytes copied.
+    package var bytes: Int64
+    /// Processor attempts counted.
+    package var attempts: Int
+    /// The last failure's code.
+    package var lastCode: String?
+}
+
+extension Spool {
+    /// The ledger's row for a share, nil when the ledger does not know it (or no longer: see event retention).
+    package func shareRecord(_ shareID: String) throws -> ShareRecord? {
+        try ledger.shareRecord(shareID)
+    }
+
+    /// Every event of one share, in the order they were recorded.
+    package func timeline(ofShare shareID: String) throws -> [TimelineEvent] {
+        try ledger.timeline(ofShare: shareID)
+    }
+
+    /// Events recorded after `sequence` (all of them for 0), oldest first, at most `limit`.
+    package func events(after sequence: Int64, limit: Int = 1000) throws -> [TimelineEvent] {
+        try ledger.events(after: sequence, limit: limit)
+    }
+}

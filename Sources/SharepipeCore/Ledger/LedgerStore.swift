@@ -1,0 +1,426 @@
+import Foundation
+import Synchronization
+
+/// The ledger, written once over an `SQLDriver`: the schema and its migrations, every transition and every query.
+/// SQLite (`ledger.sqlite`, daemons on one host) and PostgreSQL (daemons on several hosts) differ only in their
+/// driver and `SQLDialect`.
+///
+/// A transition is a list of `Change`s applied in one transaction: each is guarded — it applies only to a row in a
+/// state it starts from and, for the consumer's transitions out of `claimed`, only to a claim this process holds
+/// (`claimed_by`, host:pid:boot-id) — and its events are written only where it applied. Times are the client's clock,
+/// except leases, which use the database's.
+///
+/// Leases: with a `lease` (PostgreSQL), a claim records `lease_until`, which a heartbeat thread renews while the
+/// process lives; a claim whose lease expired is picked by another daemon (`FOR UPDATE SKIP LOCKED`, so two never
+/// pick the same one), which recovers it if the claim's `flock` on `processing/S` is free. Without one (SQLite), the
+/// claimers share one host, where that `flock` alone tells a dead claimer from a live one.
+final class LedgerStore: ShareLedger {
+    let driver: any SQLDriver
+    /// Who holds the claims this ledger records: host:pid:boot-id.
+    let owner: String
+    /// How long a claim lasts without a heartbeat; nil for no leases.
+    let lease: Duration?
+    /// The thread renewing this process's leases, started by the first claim.
+    private let heartbeat = Mutex<LeaseHeartbeat?>(nil)
+
+    /// Opens the ledger over `driver`, bringing its schema up to date. A schema newer than this sharepipe is refused.
+    init(driver: any SQLDriver, lease: Duration? = nil, owner: String = LedgerStore.currentOwner()) throws {
+        self.driver = driver
+        self.lease = lease
+        self.owner = owner
+        try Self.migrate(driver)
+    }
+
+    deinit {
+        heartbeat.withLock { $0?.stop() }
+    }
+
+    /// Who this process is, for `claimed_by`: host:pid:boot-id.
+    static func currentOwner() -> String {
+        "\(System.hostName()):\(System.processID):\(System.bootID())"
+    }
+
+    // MARK: Schema
+
+    /// `migrations[i]` takes a database from version i to i + 1. SQLite ledgers made before the ownership guard are
+    /// at version 2, PostgreSQL ones at 3; both kinds end at the same schema.
+    static func migrations(_ dialect: SQLDialect) -> [[String]] {
+        let bigint = dialect.bigint
+        return [
+            [
+                """
+                CREATE TABLE shares (id TEXT PRIMARY KEY, source_app TEXT, created_at \(bigint) NOT NULL,
+                    state TEXT NOT NULL, attachments INTEGER NOT NULL DEFAULT 0, bytes \(bigint) NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0, not_before \(bigint) NOT NULL DEFAULT 0, last_code TEXT,
+                    updated_at \(bigint) NOT NULL)
+                """,
+                """
+                CREATE TABLE events (seq \(dialect.serialKey), at \(bigint) NOT NULL, share_id TEXT NOT NULL,
+                    event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes \(bigint), code TEXT, duration_ms \(bigint))
+                """,
+                """
+                CREATE TABLE sources (share_id TEXT NOT NULL, device \(bigint) NOT NULL, inode \(bigint) NOT NULL,
+                    size \(bigint) NOT NULL, mtime \(bigint) NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL)
+                """,
+                "CREATE INDEX shares_state ON shares(state)", "CREATE INDEX events_share ON events(share_id)",
+                "CREATE INDEX events_at ON events(at)", "CREATE INDEX sources_state ON sources(state)",
+            ],
+            // v2: sources looked up by share (marking them done, a processed share's latency).
+            ["CREATE INDEX sources_share ON sources(share_id)"],
+            // v3: who holds a claim (the ownership guard) and, with leases, until when.
+            [
+                "ALTER TABLE shares ADD COLUMN claimed_by TEXT", "ALTER TABLE shares ADD COLUMN lease_until \(bigint)",
+                "CREATE INDEX shares_lease ON shares(lease_until) WHERE state = 'claimed'",
+            ],
+            // v4: the contents of copies, for the duplicate check (issue 21).
+            contentsMigration(dialect),
+        ]
+    }
+
+    /// Applies the migrations up to `version` (all of them by default; tests stop early to build an older schema),
+    /// in one transaction that daemons starting together take one after the other.
+    static func migrate(_ driver: any SQLDriver, to version: Int? = nil) throws {
+        let dialect = driver.dialect
+        let steps = migrations(dialect)
+        let target = version ?? steps.count
+        if try schemaVersion(driver) == target { return }
+        try driver.transaction { session in
+            _ = try session.run(dialect.migrationPrelude.map { SQLStatement($0) })
+            let found = try session.run([SQLStatement(dialect.schemaVersion)])[0].scalar.int
+            guard found <= steps.count else {
+                throw ShareError(
+                    .containerUnavailable, "ledger schema version \(found) is newer than this sharepipe's \(steps.count)")
+            }
+            guard found < target else { return }
+            let statements = steps[found..<target].joined().map { SQLStatement($0) }
+            _ = try session.run(statements + [SQLStatement(dialect.setSchemaVersion(target))])
+        }
+    }
+
+    /// The schema version of the database, 0 when it has none; creates nothing.
+    static func schemaVersion(_ driver: any SQLDriver) throws -> Int {
+        guard try driver.run(driver.dialect.schemaPresent).scalar.int == 1 else { return 0 }
+        return try driver.run(driver.dialect.schemaVersion).scalar.int
+    }
+
+    // MARK: Changes
+
+    /// One share's guarded transition: `set` (SQL assignments with `?` placeholders bound to `values`) applies only
+    /// when the row is in one of `from` and, when `owned`, claimed by this process; `events` are written, and with
+    /// `forgetSources` its source records deleted, only then.
+    struct Change {
+        var shareID: String, from: [ShareState], owned: Bool, set: String, values: [SQLValue], events: [Event]
+        var forgetSources = false
+
+        init(
+            _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
+            values: [SQLValue] = [], _ events: Event...
+        ) { (self.shareID, self.from, self.owned, self.set, self.values, self.events) = (shareID, from, owned, set, values, events) }
+    }
+
+    /// An event written by a change; its bytes are the share row's when `rowBytes`.
+    struct Event {
+        var event: LedgerEvent, code: ShareError.Code?, duration: Int64?, type: String?, rowBytes: Bool
+
+        init(
+            _ event: LedgerEvent, code: ShareError.Code? = nil, duration: Int64? = nil, type: String? = nil,
+            rowBytes: Bool = false
+        ) { (self.event, self.code, self.duration, self.type, self.rowBytes) = (event, code, duration, type, rowBytes) }
+    }
+
+    /// What a transition out of `claimed` clears.
+    static let unclaimed = "claimed_by = NULL, lease_until = NULL"
+
+    /// Applies the changes and then `extra` in one transaction. Returns, for each share a change applied to, its
+    /// attempts as they were before, and a violation (with the state found) for each share it did not apply to.
+    @discardableResult
+    func apply(_ changes: [Change], extra: [SQLStatement] = [], durable: Bool = true) throws
+        -> (attempts: [String: Int], violations: [PreconditionViolation])
+    {
+        guard !changes.isEmpty || !extra.isEmpty else { return ([:], []) }
+        let now = SQLValue.integer(LedgerClock.now())
+        var statements: [SQLStatement] = []
+        // Where each change's row (as found, locked) and its update are among the statements.
+        var positions = Array(repeating: (found: 0, update: 0), count: changes.count)
+        // Rows are locked in one order, so that two daemons changing the same shares cannot deadlock.
+        for index in changes.indices.sorted(by: { changes[$0].shareID < changes[$1].shareID }) {
+            let change = changes[index]
+            let id = SQLValue.text(change.shareID)
+            let states = change.from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            let condition = "id = ? AND state IN (\(states))" + (change.owned ? " AND claimed_by = ?" : "")
+            let bound: [SQLValue] = change.owned ? [id, .text(owner)] : [id]
+            positions[index].found = statements.count
+            statements.append(
+                SQLStatement("SELECT state, attempts FROM shares WHERE id = ?" + driver.dialect.lockRows, [id]))
+            for event in change.events {
+                // Typed NULLs: PostgreSQL cannot infer a parameter's type from a select list.
+                statements.append(SQLStatement(
+                    """
+                    INSERT INTO events (at, share_id, event, code, duration_ms, type, bytes) SELECT ?, id, ?,
+                        CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), \(event.rowBytes ? "bytes" : "NULL")
+                    FROM shares WHERE \(condition)
+                    """,
+                    [now, .text(event.event.rawValue), SQLValue(event.code?.rawValue),
+                     SQLValue(event.duration), SQLValue(event.type)] + bound))
+            }
+            if change.forgetSources {
+                statements.append(SQLStatement(
+                    "DELETE FROM sources WHERE share_id IN (SELECT id FROM shares WHERE \(condition))", bound))
+            }
+            positions[index].update = statements.count
+            statements.append(SQLStatement(
+                "UPDATE shares SET \(change.set), updated_at = ? WHERE \(condition)", change.values + [now] + bound))
+        }
+        let results = try driver.execute(statements + extra, durable: durable)
+        var attempts: [String: Int] = [:]
+        var violations: [PreconditionViolation] = []
+        for (change, position) in zip(changes, positions) {
+            let found = results[position.found].rows.first
+            if results[position.update].changed > 0 {
+                attempts[change.shareID] = found?[1].int ?? 0
+            } else {
+                let state = found?[0].text.flatMap(ShareState.init(rawValue:))
+                violations.append(PreconditionViolation(shareID: change.shareID, expected: change.from, found: state))
+            }
+        }
+        return (attempts, violations)
+    }
+
+    /// One change in a transaction of its own.
+    private func apply(_ change: Change) throws -> [PreconditionViolation] {
+        try apply([change]).violations
+    }
+
+    /// A share's row and its attachment events, unguarded (a new share).
+    private static func inserts(
+        _ manifest: Manifest, state: ShareState, code: ShareError.Code?, at now: SQLValue
+    ) -> [SQLStatement] {
+        let copied = manifest.attachments.filter { $0.status == .copied }
+        let row = SQLStatement(
+            """
+            INSERT INTO shares (id, source_app, created_at, state, attachments, bytes, last_code, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(manifest.shareId), SQLValue(manifest.sourceApp), now, .text(state.rawValue), SQLValue(copied.count),
+             .integer(copied.reduce(0) { $0 + ($1.bytes ?? 0) }), SQLValue(code?.rawValue), now])
+        return [row] + manifest.attachments.map { attachment in
+            event(
+                attachment.status == .copied ? .staged : .failed, manifest.shareId, at: now,
+                attachment: attachment.index, type: attachment.typeIdentifier, bytes: attachment.bytes,
+                code: attachment.error?.code)
+        }
+    }
+
+    /// One event row.
+    private static func event(
+        _ event: LedgerEvent, _ shareID: String, at now: SQLValue, attachment: Int? = nil, type: String? = nil,
+        bytes: Int64? = nil, code: ShareError.Code? = nil
+    ) -> SQLStatement {
+        SQLStatement(
+            "INSERT INTO events (at, share_id, event, attachment, type, bytes, code) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [now, .text(shareID), .text(event.rawValue), SQLValue(attachment.map(Int64.init)), SQLValue(type),
+             SQLValue(bytes), SQLValue(code?.rawValue)])
+    }
+
+    // MARK: Transitions
+
+    func recordStaged(_ shares: [StagedRecord]) throws {
+        guard !shares.isEmpty else { return }
+        let now = SQLValue.integer(LedgerClock.now())
+        _ = try driver.execute(shares.flatMap { share in
+            Self.inserts(share.manifest, state: .staged, code: nil, at: now)
+                + Self.contentInserts(share.manifest, dialect: driver.dialect) + share.sources.map { source in
+                SQLStatement(
+                    "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [.text(share.manifest.shareId), .integer(Int64(bitPattern: source.device)),
+                     .integer(Int64(bitPattern: source.inode)), .integer(source.size),
+                     .integer(source.modificationTime), .text(source.sha256), "staged"])
+            }
+        }, durable: true)
+    }
+
+    func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
+        // Not durable: if a power cut loses it, recovery finds the shares in `incoming` and their sources recorded
+        // staged, and rolls both forward. A consumer may claim (and finish) a share between its rename and this
+        // record: a share found past staged is no violation.
+        try apply(
+            shareIDs.map { Change($0, from: [.staged], set: "state = 'published'", Event(.published)) },
+            extra: sourcesDone.map { SQLStatement("UPDATE sources SET state = 'done' WHERE share_id = ?", [.text($0)]) },
+            durable: false
+        ).violations.filter { $0.found == nil || $0.found == .rejected }
+    }
+
+    func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?) throws {
+        let now = SQLValue.integer(LedgerClock.now())
+        _ = try driver.execute(
+            Self.inserts(manifest, state: .rejected, code: code, at: now)
+                + [Self.event(.rejected, manifest.shareId, at: now, code: code)],
+            durable: true)
+    }
+
+    func recordUnpublished(_ shareIDs: [String], code: ShareError.Code?) throws -> [PreconditionViolation] {
+        try apply(shareIDs.map { id in
+            var change = Change(
+                id, from: [.staged], set: "state = 'rejected', last_code = ?", values: [SQLValue(code?.rawValue)],
+                Event(.rejected, code: code))
+            change.forgetSources = true
+            return change
+        }).violations
+    }
+
+    func markAllSourcesDone() throws {
+        try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
+    }
+
+    func recordClaimed(_ shareIDs: [String]) throws -> (attempts: [String: Int], violations: [PreconditionViolation]) {
+        let leaseUntil = lease.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
+        // A share renamed into `incoming` is published even while its publisher has not recorded it yet. Not
+        // durable: a claim lost in a power cut leaves a published row for a share in `processing` (or back in
+        // `incoming`), which recovery moves back without counting an attempt.
+        let result = try apply(shareIDs.map { id in
+            Change(
+                id, from: [.published, .staged], set: "state = 'claimed', claimed_by = ?, lease_until = \(leaseUntil)",
+                values: [.text(owner)], Event(.claimed))
+        }, durable: false)
+        if !result.attempts.isEmpty { startHeartbeat() }
+        return result
+    }
+
+    func recordProcessed(_ completions: [(shareID: String, durationMilliseconds: Int64)]) throws
+        -> [PreconditionViolation]
+    {
+        try apply(completions.map { completion in
+            Change(
+                completion.shareID, owned: true,
+                set: "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.unclaimed)",
+                Event(.processed, duration: completion.durationMilliseconds), Event(.deleted, rowBytes: true))
+        }).violations
+    }
+
+    func recordRetry(shareID: String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64) throws
+        -> [PreconditionViolation]
+    {
+        try apply(Change(
+            shareID, owned: true,
+            set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.unclaimed)",
+            values: [.integer(notBefore), .text(code.rawValue)],
+            Event(.failed, code: code, duration: durationMilliseconds), Event(.retried)))
+    }
+
+    func recordQuarantined(shareID: String, code: ShareError.Code, durationMilliseconds: Int64?) throws
+        -> [PreconditionViolation]
+    {
+        // With no attempt run (nil), none is counted nor a failure written.
+        var change = Change(
+            shareID, owned: true,
+            set: "state = 'quarantined', attempts = attempts + ?, not_before = 0, last_code = ?, \(Self.unclaimed)",
+            values: [.integer(durationMilliseconds == nil ? 0 : 1), .text(ShareError.Code.processorFailed.rawValue)],
+            Event(.quarantined, code: .processorFailed))
+        if let durationMilliseconds { change.events.insert(Event(.failed, code: code, duration: durationMilliseconds), at: 0) }
+        return try apply(change)
+    }
+
+    func recordReleased(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(
+            shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(.retried, code: .cancelled)))
+    }
+
+    func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
+    }
+
+    func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(
+            shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
+            Event(.published)))
+    }
+
+    func recordPurged(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(shareID, from: [.quarantined], set: "state = 'purged'", Event(.deleted)))
+    }
+
+    func repair(shareID: String, to state: ShareState) throws {
+        _ = try apply(Change(
+            shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
+            Event(.repaired, type: state.rawValue)))
+    }
+
+    // MARK: Leases
+
+    var leaseDuration: Duration? { lease }
+
+    var reconnections: Int { driver.reconnections }
+
+    /// Extends the leases of every claim this process holds.
+    func renewLeases() throws {
+        guard let lease else { return }
+        try driver.run(
+            "UPDATE shares SET lease_until = \(driver.dialect.now) + ? WHERE state = 'claimed' AND claimed_by = ?",
+            [.integer(lease.milliseconds), .text(owner)])
+    }
+
+    func pickExpiredClaims(limit: Int) throws -> [String] {
+        guard let lease else { return [] }
+        let now = driver.dialect.now
+        return try driver.run(
+            """
+            UPDATE shares SET lease_until = \(now) + ? WHERE id IN (
+                SELECT id FROM shares WHERE state = 'claimed' AND COALESCE(lease_until, 0) < \(now)
+                ORDER BY lease_until LIMIT ?\(driver.dialect.skipLocked)
+            ) RETURNING id
+            """,
+            [.integer(lease.milliseconds), SQLValue(limit)]
+        ).rows.compactMap { $0[0].text }
+    }
+
+    /// Starts the heartbeat once: every third of the lease it renews this process's leases, for as long as this
+    /// ledger lives. A failed renewal is tried again at the next beat; the lease outlives two misses.
+    private func startHeartbeat() {
+        guard let lease else { return }
+        heartbeat.withLock { heartbeat in
+            guard heartbeat == nil else { return }
+            heartbeat = LeaseHeartbeat(interval: max(Double(lease.milliseconds) / 3000, 0.05)) { [weak self] in
+                try? self?.renewLeases()
+            }
+        }
+    }
+
+    /// The database's clock minus this host's, in ms (positive: the database is ahead), the round trip split evenly.
+    static func clockSkew(_ driver: any SQLDriver) throws -> Int64 {
+        let before = LedgerClock.now()
+        let database = try driver.run("SELECT \(driver.dialect.now)").scalar.integer ?? 0
+        let after = LedgerClock.now()
+        return database - (before + after) / 2
+    }
+}
+
+/// A named thread that calls `beat` every `interval` seconds until stopped; it waits on a condition, so `stop`
+/// ends it at once.
+final class LeaseHeartbeat: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var stopped = false  // Guarded by `condition`.
+
+    init(interval: Double, beat: @escaping @Sendable () -> Void) {
+        Thread { [self] in
+            System.nameCurrentThread("sp-heartbeat")
+            while condition.withLock({ () -> Bool in
+                let deadline = Date(timeIntervalSinceNow: interval)
+                while !stopped && condition.wait(until: deadline) {}
+                return !stopped
+            }) { beat() }
+        }.start()
+    }
+
+    func stop() {
+        condition.withLock { stopped = true }
+        condition.signal()
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

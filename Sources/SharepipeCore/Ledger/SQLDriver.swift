@@ -1,0 +1,121 @@
+/// A value bound to or read from a statement. The ledger stores integers and text only.
+enum SQLValue: Sendable, Equatable, ExpressibleByStringLiteral {
+    case integer(Int64)
+    case text(String)
+    case null
+
+    init(stringLiteral value: String) { self = .text(value) }
+    init(_ value: Int) { self = .integer(Int64(value)) }
+    init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+    init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+
+    var integer: Int64? { if case .integer(let value) = self { value } else { nil } }
+    var text: String? { if case .text(let value) = self { value } else { nil } }
+
+    /// The integer as an `Int`, 0 for NULL.
+    var int: Int { Int(integer ?? 0) }
+}
+
+/// One statement: SQL with `?` placeholders (the driver numbers them where its database wants `$1`, `$2` …) and the
+/// values bound to them in order.
+struct SQLStatement: Sendable {
+    var sql: String
+    var parameters: [SQLValue]
+
+    init(_ sql: String, _ parameters: [SQLValue] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+}
+
+/// What a statement returned: its rows, and how many rows it inserted, updated or deleted.
+struct SQLResult: Sendable {
+    var rows: [[SQLValue]]
+    var changed: Int
+
+    /// The first column of the first row.
+    var scalar: SQLValue { rows.first?.first ?? .null }
+}
+
+/// Everything the ledger's SQL needs that differs between SQLite and PostgreSQL; the rest is written once.
+struct SQLDialect: Sendable {
+    /// Column types: a 64-bit integer, and an auto-numbered 64-bit primary key.
+    let bigint: String
+    let serialKey: String
+    /// Appended to a `SELECT` of rows the transaction goes on to change: locks them until it ends. SQLite needs
+    /// none (a write transaction holds the whole database).
+    let lockRows: String
+    /// Appended to a `SELECT` that picks rows to change: skips the rows other transactions hold.
+    let skipLocked: String
+    /// The database's clock, ms since the epoch (leases use it, so that clock skew between hosts cannot expire a
+    /// live claim).
+    let now: String
+    /// Statements that serialize migrations and make the schema version readable.
+    let migrationPrelude: [String]
+    /// One integer: 1 when the schema version can be read without creating anything, 0 for an empty database.
+    let schemaPresent: String
+    /// The schema version, and the statement that records a new one.
+    let schemaVersion: String
+    let setSchemaVersion: @Sendable (Int) -> String
+    /// Whether placeholders are numbered (`$1`) rather than `?`.
+    let numberedPlaceholders: Bool
+    /// Starts a transaction that will write.
+    let begin: String
+    /// Takes a lock on a key (`?` class, `?` key, both 32-bit) held until the transaction ends, so that transactions
+    /// about one thing run one after the other; nil where `begin` already serializes every writer (SQLite).
+    var keyLock: String? = nil
+
+    /// `sql` with its placeholders written the way this database wants them (the ledger's SQL has no `?` inside a
+    /// string literal).
+    func placeholders(_ sql: String) -> String {
+        guard numberedPlaceholders else { return sql }
+        let parts = sql.split(separator: "?", omittingEmptySubsequences: false)
+        return parts.indices.map { $0 == 0 ? String(parts[$0]) : "$\($0)" + parts[$0] }.joined()
+    }
+}
+
+/// A connection to the ledger's database, thin: statements in, typed rows out. Implementations own the connection
+/// and its locking; the ledger's SQL is in `LedgerStore`.
+protocol SQLDriver: AnyObject, Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs the statements in one transaction, all or none, and returns their results in order. A commit that is not
+    /// `durable` may return before it is on disk where the database allows it (a power cut may lose it, never
+    /// corrupt it).
+    func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult]
+    /// Runs `body` on one connection, held for it alone.
+    func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T
+    /// How many times the driver reconnected to its server after losing it.
+    var reconnections: Int { get }
+}
+
+extension SQLDriver {
+    /// One statement, in a transaction of its own.
+    @discardableResult
+    func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> SQLResult {
+        try execute([SQLStatement(sql, parameters)], durable: true)[0]
+    }
+
+    /// Runs `body` in one transaction that reads before it writes (schema migrations); rolled back when it throws.
+    func transaction<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try withSession { session in try inTransaction(session) { try body(session) } }
+    }
+
+    /// Runs `body` between the dialect's `begin` and `COMMIT` on `session`; `ROLLBACK` when it throws.
+    func inTransaction<T>(_ session: any SQLSession, _ body: () throws -> T) throws -> T {
+        _ = try session.run([SQLStatement(dialect.begin)])
+        do {
+            let result = try body()
+            _ = try session.run([SQLStatement("COMMIT")])
+            return result
+        } catch {
+            _ = try? session.run([SQLStatement("ROLLBACK")])
+            throw error
+        }
+    }
+}
+
+/// One connection, held by one caller.
+protocol SQLSession {
+    /// Runs the statements in order (autocommitted unless in a transaction) and returns their results.
+    func run(_ statements: [SQLStatement]) throws -> [SQLResult]
+}

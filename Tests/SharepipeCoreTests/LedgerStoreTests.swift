@@ -1,0 +1,195 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import SharepipeCore
+
+/// The one ledger store on both backends: ledgers the previous sharepipe made open and migrate, the ownership guard
+/// holds on both, daemons opening one fresh SQLite ledger together all open it, and no PostgreSQL call waits behind
+/// another's round trip.
+@Suite(.timeLimit(.minutes(5))) struct LedgerStoreTests {
+    /// The schema the previous sharepipe (two ledger implementations) created: SQLite at version 2, PostgreSQL at 3.
+    static func previousSchema(_ kind: LedgerKind) -> [String] {
+        switch kind {
+        case .sqlite:
+            """
+            CREATE TABLE shares (id TEXT PRIMARY KEY, source_app TEXT, created_at INTEGER NOT NULL, state TEXT NOT NULL,
+                attachments INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
+                attempts INTEGER NOT NULL DEFAULT 0, not_before INTEGER NOT NULL DEFAULT 0, last_code TEXT,
+                updated_at INTEGER NOT NULL);
+            CREATE INDEX shares_state ON shares(state);
+            CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, share_id TEXT NOT NULL,
+                event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes INTEGER, code TEXT, duration_ms INTEGER);
+            CREATE INDEX events_share ON events(share_id);
+            CREATE INDEX events_at ON events(at);
+            CREATE TABLE sources (share_id TEXT NOT NULL, device INTEGER NOT NULL, inode INTEGER NOT NULL,
+                size INTEGER NOT NULL, mtime INTEGER NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL);
+            CREATE INDEX sources_state ON sources(state);
+            CREATE INDEX sources_share ON sources(share_id);
+            PRAGMA user_version = 2
+            """.components(separatedBy: ";")
+        case .postgresql:
+            """
+            CREATE TABLE sharepipe_schema (version INTEGER NOT NULL);
+            INSERT INTO sharepipe_schema (version) VALUES (3);
+            CREATE TABLE shares (id TEXT PRIMARY KEY, source_app TEXT, created_at BIGINT NOT NULL, state TEXT NOT NULL,
+                attachments INTEGER NOT NULL DEFAULT 0, bytes BIGINT NOT NULL DEFAULT 0,
+                attempts INTEGER NOT NULL DEFAULT 0, not_before BIGINT NOT NULL DEFAULT 0, last_code TEXT,
+                updated_at BIGINT NOT NULL);
+            CREATE INDEX shares_state ON shares(state);
+            CREATE TABLE events (seq BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL, share_id TEXT NOT NULL,
+                event TEXT NOT NULL, attachment INTEGER, type TEXT, bytes BIGINT, code TEXT, duration_ms BIGINT);
+            CREATE INDEX events_share ON events(share_id);
+            CREATE INDEX events_at ON events(at);
+            CREATE TABLE sources (share_id TEXT NOT NULL, device BIGINT NOT NULL, inode BIGINT NOT NULL,
+                size BIGINT NOT NULL, mtime BIGINT NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL);
+            CREATE INDEX sources_state ON sources(state);
+            CREATE INDEX sources_share ON sources(share_id);
+            ALTER TABLE shares ADD COLUMN claimed_by TEXT, ADD COLUMN lease_until BIGINT;
+            CREATE INDEX shares_lease ON shares(lease_until) WHERE state = 'claimed'
+            """.components(separatedBy: ";")
+        }
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func aLedgerThePreviousSharepipeMadeOpensWithItsRows(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try kind.database(in: dir)
+            _ = try kind.driver(database).execute(
+                (Self.previousSchema(kind) + [
+                    """
+                    INSERT INTO shares (id, created_at, state, attachments, bytes, updated_at)
+                    VALUES ('old-published', 1, 'published', 1, 5, 1)
+                    """,
+                    "INSERT INTO shares (id, created_at, state, attempts, bytes, updated_at) VALUES ('old-claim', 1, 'claimed', 1, 10, 1)",
+                    "INSERT INTO events (at, share_id, event) VALUES (1, 'old-claim', 'claimed')",
+                    """
+                    INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state)
+                    VALUES ('old-published', 1, 2, 5, 3, 'ab', 'staged')
+                    """,
+                ]).map { SQLStatement($0) },
+                durable: true)
+
+            let ledger = try kind.store(database, owner: "host-a:1:boot")
+            let latest = LedgerStore.migrations(ledger.driver.dialect).count
+            #expect(try LedgerStore.schemaVersion(ledger.driver) == latest)
+            #expect(try ledger.pending() == (2, 15))
+            #expect(try ledger.stagedSources().map(\.shareID) == ["old-published"])
+            #expect(try ledger.lastEventSequence() == 1)
+            // A claim made before the ownership guard has no owner: recovery takes it back, counting the attempt.
+            #expect(try ledger.recordRecovered(shareID: "old-claim").isEmpty)
+            #expect(try ledger.attempts(ofShare: "old-claim") == 2)
+            // New claims record their owner; event numbers go on from the old ones.
+            #expect(try ledger.recordClaimed(["old-published"]).attempts == ["old-published": 0])
+            #expect(try ledger.listShares().first { $0.shareId == "old-published" }?.claimedBy == "host-a:1:boot")
+            #expect(try ledger.timeline(ofShare: "old-published").map(\.sequence) == [3])
+            #expect(try ledger.recordProcessed([("old-published", 1)]).isEmpty)
+            // The next start finds nothing to migrate and everything kept.
+            let reopened = try kind.store(database)
+            #expect(try LedgerStore.schemaVersion(reopened.driver) == latest)
+            #expect(try reopened.state(ofShare: "old-published") == .processed)
+        }
+    }
+
+    @Test(arguments: LedgerKind.available)
+    func onlyTheClaimerFinishesAClaimAndRecoveryHandsItOn(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try kind.database(in: dir)
+            let hostA = try kind.store(database, owner: "host-a:1:boot")
+            let hostB = try kind.store(database, owner: "host-b:2:boot")
+            let share = LedgerConformanceTests.record()
+            let id = share.manifest.shareId
+            try hostA.recordStaged([share])
+            _ = try hostA.recordPublished([id], sourcesDone: [id])
+            #expect(try hostA.recordClaimed([id]).attempts == [id: 0])
+            #expect(try hostB.listShares().map(\.claimedBy) == ["host-a:1:boot"])
+
+            let held = [PreconditionViolation(shareID: id, expected: [.claimed], found: .claimed)]
+            #expect(try hostB.recordProcessed([(id, 1)]) == held)
+            #expect(try hostB.recordRetry(shareID: id, code: .io, durationMilliseconds: 1, notBefore: 0) == held)
+            #expect(try hostB.recordQuarantined(shareID: id, code: .io, durationMilliseconds: 1) == held)
+            #expect(try hostB.recordReleased(shareID: id) == held)
+            #expect(try hostB.timeline(ofShare: id).map(\.event) == ["staged", "published", "claimed"])
+            #expect(try hostB.attempts(ofShare: id) == 0)
+
+            // Recovery (of a claim whose claimer is gone) is anyone's; the claim then passes to another daemon.
+            #expect(try hostB.recordRecovered(shareID: id).isEmpty)
+            #expect(try hostB.recordClaimed([id]).attempts == [id: 1])
+            #expect(try hostA.recordProcessed([(id, 1)]) == held)
+            #expect(try hostB.recordProcessed([(id, 1)]).isEmpty)
+            #expect(try hostA.state(ofShare: id) == .processed)
+            #expect(try hostA.listShares().isEmpty)
+        }
+    }
+
+    /// SQLite's busy handler as configured, and none at all: then the driver's own retries do all the waiting.
+    @Test(arguments: [Duration.seconds(5), .zero])
+    func daemonsOpeningOneFreshLedgerTogetherAllOpenIt(busyTimeout: Duration) async throws {
+        try await withTemporaryDirectory { dir in
+            for round in 0..<4 {
+                let path = dir + "/ledger-\(round).sqlite"
+                let errors = await StartGate.run(threads: 12) { index in
+                    let driver = try SQLiteDriver(path: path, busyTimeout: busyTimeout)
+                    let ledger = try LedgerStore(driver: driver, owner: "daemon-\(index)")
+                    try ledger.recordStaged([LedgerConformanceTests.record(inode: UInt64(index))])
+                }
+                #expect(errors.isEmpty, "round \(round): \(errors)")
+                let ledger = try LedgerStore(driver: SQLiteDriver(path: path))
+                #expect(try ledger.pending().shares == 12)
+                #expect(try LedgerStore.schemaVersion(ledger.driver) == LedgerStore.migrations(SQLiteDriver.dialect).count)
+            }
+        }
+    }
+
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason))
+    func aSlowPostgresQueryHoldsUpNeitherOtherCallsNorTheLeases() async throws {
+        let ledger = try LedgerKind.postgresql.make(in: "")
+        let share = LedgerConformanceTests.record()
+        let id = share.manifest.shareId
+        try ledger.recordStaged([share])
+        _ = try ledger.recordClaimed([id])
+        let slow = Task { await StartGate.run(threads: 1) { _ in try ledger.driver.run("SELECT pg_sleep(3)") } }
+        let sleeping = "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(3)'"
+        // Asked through the same ledger while the slow query runs on the server.
+        #expect(try await eventually(.seconds(10)) { try ledger.driver.run(sleeping).scalar.int == 1 })
+        try ledger.renewLeases()
+        #expect(try ledger.state(ofShare: id) == .claimed)
+        #expect(try ledger.driver.run(sleeping).scalar.int == 1, "the slow query ended before the other calls did")
+        #expect(await slow.value.isEmpty)
+    }
+}
+
+/// Threads of their own, released at the same instant.
+private final class StartGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var open = false
+    private var errors: [String] = []
+    private var running = 0
+
+    /// Runs `body` on `threads` new threads at once and returns the errors they threw, once all have ended.
+    static func run(threads: Int, _ body: @escaping @Sendable (Int) throws -> Void) async -> [String] {
+        let gate = StartGate()
+        gate.running = threads
+        return await withCheckedContinuation { continuation in
+            for index in 0..<threads {
+                Thread {
+                    gate.condition.lock()
+                    while !gate.open { gate.condition.wait() }
+                    gate.condition.unlock()
+                    var failure: String?
+                    do { try body(index) } catch { failure = "thread \(index): \(error)" }
+                    gate.condition.lock()
+                    if let failure { gate.errors.append(failure) }
+                    gate.running -= 1
+                    let finished = gate.running == 0 ? gate.errors : nil
+                    gate.condition.unlock()
+                    if let finished { continuation.resume(returning: finished) }
+                }.start()
+            }
+            gate.condition.lock()
+            gate.open = true
+            gate.condition.broadcast()
+            gate.condition.unlock()
+        }
+    }
+}
