@@ -120,11 +120,12 @@ prepare_drop() { # DIR COUNT
     sync
 }
 
-drop_sharepipe() { # COUNT SETTLE
+drop_sharepipe() { # COUNT SETTLE [DAEMON-OPTION...]
     local count=$1 settle=$2 dir=$WORK/drop-sharepipe-$1-settle$2
     local pid result files seconds rate before after published rejected
+    shift 2
     prepare_drop "$dir" "$count"
-    "$BIN/sharepipe" daemon --inbox "$dir/inbox" --state "$dir/state" --processor discard --settle "$settle" \
+    "$BIN/sharepipe" daemon --inbox "$dir/inbox" --state "$dir/state" --processor discard --settle "$settle" "$@" \
         2>"$dir/daemon.log" &
     pid=$!
     wait_for_line "$dir/daemon.log" "event=daemon.ready"
@@ -141,8 +142,8 @@ drop_sharepipe() { # COUNT SETTLE
     ((rejected == 0 && published == count)) \
         || echo "  warning: sharepipe published $published, rejected $rejected of $count (log: $dir/daemon.log)"
     read -r files seconds rate <<<"$result"
-    printf '  sharepipe --settle %-4s %6d files in %7.2f s = %7.1f files/s, %s ms CPU per file\n' \
-        "$settle" "$files" "$seconds" "$rate" "$(cpu_per_file "$before" "$after" "$files")"
+    printf '  sharepipe --settle %-4s %6d files in %7.2f s = %7.1f files/s, %s ms CPU per file%s\n' \
+        "$settle" "$files" "$seconds" "$rate" "$(cpu_per_file "$before" "$after" "$files")" "${*:+ ($*)}"
     R[$count.sharepipe$settle]=$rate
 }
 
@@ -346,7 +347,7 @@ rounds_median() { # NAME
 
 echo
 echo "7. $ROUND_FILES mixed 4 KiB files, $ROUNDS interleaved rounds:" \
-    "sharepipe (settle 50, 250), shell, Python, C group commit"
+    "sharepipe (settle 50, 250, settle 50 with --duplicates reject), shell, Python, C group commit"
 gcc -O2 -Wall -Wextra -pthread -o "$WORK/group_commit" "$PEERS/group_commit.c"
 for ((round = 1; round <= ROUNDS; round++)); do
     echo " round $round"
@@ -355,8 +356,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
     round_drop python "$round" "$ROUND_FILES.python" drop_peer python "$ROUND_FILES"
     round_group_commit "$round"
     round_drop sharepipe250 "$round" "$ROUND_FILES.sharepipe250" drop_sharepipe "$ROUND_FILES" 250
+    # Issue 21: the same drop with the duplicate check on (every drop is new, so each one is looked up and recorded).
+    round_drop sharepipe50reject "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
+        --duplicates reject
 done
-for name in sharepipe50 sharepipe250 shell python groupcommit; do
+for name in sharepipe50 sharepipe250 shell python groupcommit sharepipe50reject; do
     R[rounds.$name]=$(rounds_median "$name")
 done
 echo " per round, sharepipe --settle 50 over: shell, Python, C group commit"
@@ -499,6 +503,9 @@ gc_share=$(awk -v a="${R[rounds.sharepipe50]:-0}" -v b="${R[rounds.groupcommit]:
     'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')
 row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
     "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 70%" "$(meets "$gc_share" 70 ">=")"
+dup_ratio=$(ratio "${R[rounds.sharepipe50reject]:-}" "${R[rounds.sharepipe50]:-}")
+row "$ROUND_FILES x$ROUNDS rounds, --duplicates reject vs accept" "${R[rounds.sharepipe50reject]:-}" \
+    "${R[rounds.sharepipe50]:-}" "${dup_ratio}x" ">= 0.95x" "$(meets "$dup_ratio" 0.95 ">=")"
 row "$BACKLOG-file backlog, shares left in the spool" "${R[backlogSpool]}" "-" "-" "0" \
     "$(meets "${R[backlogSpool]}" 0 "<=")"
 row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.5" \

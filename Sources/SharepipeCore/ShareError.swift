@@ -21,6 +21,8 @@ public struct ShareError: Error, Sendable, Equatable, CustomStringConvertible {
         // issue 19: HTTP ingest
         case unauthorized = "ERR_UNAUTHORIZED"
         case badRequest = "ERR_BAD_REQUEST"
+        // issue 21: duplicates
+        case duplicate = "ERR_DUPLICATE"
     }
 
     /// The stable code.

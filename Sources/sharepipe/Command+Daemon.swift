@@ -113,7 +113,7 @@ struct DaemonCommand: Command {
     ] + LedgerOptions.all + ProcessorOptions.processorOptions + [
         accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
         CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
-    ] + SpoolLimitOptions.all + httpOptions
+    ] + SpoolLimitOptions.all + httpOptions + DuplicateOptions.all
 
     let arguments: ParsedArguments
 
@@ -163,6 +163,7 @@ struct DaemonCommand: Command {
         configuration.loader.maxAttachments = arguments[maxAttachments]!
         configuration.loader.loadTimeout = .milliseconds(arguments[loadTimeout]!)
         try SpoolLimitOptions.apply(arguments, to: &configuration.loader)
+        try DuplicateOptions.apply(arguments, to: &configuration.loader)
         configuration.settle = .milliseconds(arguments[settle]!)
         configuration.poll = arguments[poll].map { .milliseconds(max(1, $0)) }
         configuration.rescanInterval = .milliseconds(max(1, arguments[rescan]!))

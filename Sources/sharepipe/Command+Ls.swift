@@ -68,10 +68,18 @@ struct LsCommand: Command {
         var reason: String?
         /// Who holds the claim of a share in processing (host:pid:boot-id), with a PostgreSQL ledger.
         var claimedBy: String?
+        /// The copied attachments flagged as duplicates (`--duplicates flag`), with their originals.
+        var duplicates: [FlaggedCopy]
+
+        /// A copy flagged as a duplicate.
+        struct FlaggedCopy: Encodable {
+            var index: Int
+            var duplicateOf: DuplicateOrigin
+        }
 
         enum CodingKeys: String, CodingKey {
             case shareId, stage, attachments, bytes, createdAt, ageSeconds, attempts, lastCode, retryInSeconds
-            case sourceApp, suggestedNames, failed, reason, claimedBy
+            case sourceApp, suggestedNames, failed, reason, claimedBy, duplicates
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -90,6 +98,7 @@ struct LsCommand: Command {
             try container.encode(failed, forKey: .failed)
             try container.encode(reason, forKey: .reason)
             try container.encode(claimedBy, forKey: .claimedBy)
+            try container.encode(duplicates, forKey: .duplicates)
         }
     }
 
@@ -178,7 +187,10 @@ struct LsCommand: Command {
                     sourceApp: manifest?.sourceApp,
                     suggestedNames: copied?.compactMap(\.suggestedName) ?? [], failed: failed,
                     reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil,
-                    claimedBy: stage == .processing ? listing?.claimedBy : nil))
+                    claimedBy: stage == .processing ? listing?.claimedBy : nil,
+                    duplicates: copied?.compactMap { copy in
+                        copy.duplicateOf.map { Entry.FlaggedCopy(index: copy.index, duplicateOf: $0) }
+                    } ?? []))
             }
         }
         return entries
@@ -192,6 +204,11 @@ struct LsCommand: Command {
             if let retry = entry.retryInSeconds { attempts += " (retry in \(formatAge(seconds: retry)))" }
             var names = entry.suggestedNames.map(displayName).joined(separator: ", ")
             if entry.failed > 0 { names += (names.isEmpty ? "" : " ") + "(+\(entry.failed) failed)" }
+            if !entry.duplicates.isEmpty {
+                let count = entry.duplicates.count
+                names += (names.isEmpty ? "" : " ") + "(\(count) duplicate\(count == 1 ? "" : "s") of "
+                    + Set(entry.duplicates.map(\.duplicateOf.shareId)).sorted().joined(separator: ", ") + ")"
+            }
             return [
                 entry.stage, entry.shareId, String(entry.attachments), Output.formatBytes(entry.bytes),
                 entry.ageSeconds.map { formatAge(seconds: $0) } ?? "-", attempts, names.isEmpty ? "-" : names,

@@ -44,7 +44,7 @@ struct ShareCommand: Command {
     static let options: [any OptionDeclaration] = [state] + LedgerOptions.all + [
         sourceApp, accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, CommonOptions.json,
         CommonOptions.types, scenario, activationRule,
-    ] + SpoolLimitOptions.all
+    ] + SpoolLimitOptions.all + DuplicateOptions.all
     static let positionals = [
         Positional(
             "ATTACHMENT", .zeroOrMore,
@@ -121,6 +121,7 @@ struct ShareCommand: Command {
         configuration.maxAttachments = try arguments.required(Self.maxAttachments)
         configuration.loadTimeout = .milliseconds(try arguments.required(Self.loadTimeout))
         try SpoolLimitOptions.apply(arguments, to: &configuration)
+        try DuplicateOptions.apply(arguments, to: &configuration)
         self.configuration = configuration
         registry = try loadTypeRegistry(arguments)
         rule = try arguments[Self.activationRule].map { text in
@@ -269,7 +270,9 @@ struct ShareCommand: Command {
         }
         let rows = receipt.attachments.map { record -> [String] in
             let result: String = switch record.status {
-            case .copied: Output.styled("copied", .green, for: stream) + " " + (record.file ?? "")
+            case .copied:
+                Output.styled("copied", .green, for: stream) + " " + (record.file ?? "")
+                    + (record.duplicateOf.map { Output.styled(" duplicate of \($0.shareId)", .yellow, for: stream) } ?? "")
             case .rolledBack: Output.styled("rolled back", .yellow, for: stream)
             case .failed: Output.styled(record.error?.code.rawValue ?? "failed", .red, for: stream)
             }

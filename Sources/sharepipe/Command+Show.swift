@@ -49,10 +49,21 @@ struct ShowCommand: Command {
         var attempts: Int?
         var lastCode: String?
         var location: Location
+        /// The attachments whose content duplicates an earlier copy: flagged, or refused with ERR_DUPLICATE.
+        var duplicates: [Duplicate]
         var events: [EventLine]
 
+        /// One duplicate attachment and its original.
+        struct Duplicate: Encodable {
+            var index: Int
+            /// `flagged` (ingested) or `rejected` (ERR_DUPLICATE).
+            var outcome: String
+            var duplicateOf: DuplicateOrigin
+        }
+
         enum CodingKeys: String, CodingKey {
-            case shareId, state, sourceApp, createdAt, attachments, bytes, attempts, lastCode, location, events
+            case shareId, state, sourceApp, createdAt, attachments, bytes, attempts, lastCode, location, duplicates
+            case events
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -66,6 +77,7 @@ struct ShowCommand: Command {
             try container.encode(attempts, forKey: .attempts)
             try container.encode(lastCode, forKey: .lastCode)
             try container.encode(location, forKey: .location)
+            try container.encode(duplicates, forKey: .duplicates)
             try container.encode(events, forKey: .events)
         }
     }
@@ -119,6 +131,11 @@ struct ShowCommand: Command {
             createdAt: record.map { EventLine.timestamp($0.createdAt) }, attachments: record?.attachments,
             bytes: record?.bytes, attempts: record?.attempts, lastCode: record?.lastCode,
             location: location(spool, shareID: shareID, names: names, stage: stage, state: record?.state),
+            duplicates: try spool.duplicates(ofShare: shareID).map { duplicate in
+                Report.Duplicate(
+                    index: duplicate.index, outcome: duplicate.rejected ? "rejected" : "flagged",
+                    duplicateOf: duplicate.origin)
+            },
             events: events.map(EventLine.init))
     }
 
@@ -169,6 +186,14 @@ struct ShowCommand: Command {
             }
             let header = ["#", "copy", "type", "size"] + (names ? ["name"] : [])
             text += "\n" + Output.table(copies, header: header.map { Output.styled($0, .bold, for: .standardOutput) })
+        }
+        if !report.duplicates.isEmpty {
+            let rows = report.duplicates.map { duplicate in
+                [String(duplicate.index), duplicate.outcome, duplicate.duplicateOf.shareId,
+                 duplicate.duplicateOf.fileId, duplicate.duplicateOf.createdAt]
+            }
+            let header = ["#", "duplicate", "original share", "original file", "ingested"]
+            text += "\n" + Output.table(rows, header: header.map { Output.styled($0, .bold, for: .standardOutput) })
         }
         let header = ["time", "event", "attempt", "#", "type", "bytes", "code", "duration"]
         let events = report.events.map { event -> [String] in

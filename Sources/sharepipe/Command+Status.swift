@@ -21,7 +21,8 @@ func secondsSince(_ date: Date, now: Date = Date()) -> Int {
 /// last 24 hours.
 struct StatusCommand: Command {
     static let name = "status"
-    static let abstract = "Show shares per stage, copies in flight, pending bytes and the last 24 hours' failures."
+    static let abstract =
+        "Show shares per stage, copies in flight, pending bytes, the last 24 hours' failures and duplicates per day."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let discussion = """
         Stage counts are the share directories on disk; bytes, ages and failures come from the ledger. Copies in
@@ -63,9 +64,12 @@ struct StatusCommand: Command {
             var resumable: Int
         }
 
+        /// Duplicate attachments per UTC day over the last 30 days, oldest first; days without any are left out.
+        var duplicatesPerDay: [DuplicateDay]
+
         enum CodingKeys: String, CodingKey {
             case state, stages, inFlight, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
-            case uploads
+            case uploads, duplicatesPerDay
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -79,6 +83,7 @@ struct StatusCommand: Command {
             try container.encode(processed, forKey: .processed)
             try container.encode(rejected, forKey: .rejected)
             try container.encode(uploads, forKey: .uploads)
+            try container.encode(duplicatesPerDay, forKey: .duplicatesPerDay)
         }
     }
 
@@ -110,7 +115,8 @@ struct StatusCommand: Command {
             oldestPendingAgeSeconds: status.oldestPendingCreatedAt.map { secondsSince($0) },
             recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
             processed: status.processed, rejected: status.rejected,
-            uploads: Report.Uploads(receiving: uploads.bodies, resumable: uploads.resumable))
+            uploads: Report.Uploads(receiving: uploads.bodies, resumable: uploads.resumable),
+            duplicatesPerDay: try spool.duplicateDays(last: 30))
         if json {
             try Output.printJSON(report)
         } else {
@@ -144,6 +150,9 @@ struct StatusCommand: Command {
             ["failures (24 h)", failures.isEmpty ? "none" : failures.joined(separator: ", ")],
             ["uploads", "\(report.uploads.receiving) receiving, \(report.uploads.resumable) resumable unfinished"],
         ]
-        Output.write(Output.table(rows))
+        let duplicates = report.duplicatesPerDay.enumerated().map { index, day in
+            [index == 0 ? "duplicates (30 d)" : "", day.day + ": \(day.flagged) flagged, \(day.rejected) rejected"]
+        }
+        Output.write(Output.table(rows + (duplicates.isEmpty ? [["duplicates (30 d)", "none"]] : duplicates)))
     }
 }

@@ -32,7 +32,8 @@ enum ProcessorOptions {
     static let exec = Option(
         "exec", .string(placeholder: "CMD"),
         help: "For --processor exec: run by /bin/sh -c once per copy, with SHAREPIPE_FILE, SHAREPIPE_TYPE, "
-            + "SHAREPIPE_MIME, SHAREPIPE_SHARE_ID and SHAREPIPE_SUGGESTED_NAME set; exit status 0 means processed.")
+            + "SHAREPIPE_MIME, SHAREPIPE_SHARE_ID and SHAREPIPE_SUGGESTED_NAME set (and SHAREPIPE_DUPLICATE_OF, the "
+            + "original's share id, for a copy flagged by --duplicates flag); exit status 0 means processed.")
     /// `--exec-timeout MS`, the longest one run of the command may take.
     static let execTimeout = Option(
         "exec-timeout", .milliseconds, default: "300000",

@@ -82,7 +82,7 @@ struct OperatorCommandTests {
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
                 "state", "stages", "inFlight", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed",
-                "rejected", "uploads",
+                "rejected", "uploads", "duplicatesPerDay",
             ])
             #expect(status["inFlight"] as? [String: Int] == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
             #expect(status["uploads"] as? [String: Int] == ["receiving": 0, "resumable": 0])
@@ -113,7 +113,7 @@ struct OperatorCommandTests {
             for share in shares {
                 #expect(Set(share.keys) == [
                     "shareId", "stage", "attachments", "bytes", "createdAt", "ageSeconds", "attempts", "lastCode",
-                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy",
+                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy", "duplicates",
                 ])
             }
             let byID = Dictionary(uniqueKeysWithValues: shares.map { ($0["shareId"] as? String ?? "", $0) })

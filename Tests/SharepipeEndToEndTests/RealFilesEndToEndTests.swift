@@ -73,6 +73,8 @@ struct RealFilesEndToEndTests {
                 "lie-random.png": noise(4096),
                 "lie-pdf.jpg": try fixtureContents("files/document.pdf"),
                 "lie-html.pdf": try fixtureContents("files/page.html"),
+                "lie-png.txt": try fixtureContents("files/image.png"),
+                "lie-gif.md": try fixtureContents("files/anim.gif"),
             ]
             for (name, bytes) in lies { try writeFile(inbox + "/" + name, bytes) }
 

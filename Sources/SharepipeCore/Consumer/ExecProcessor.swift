@@ -4,7 +4,8 @@ import Glibc
 /// Runs `/bin/sh -c COMMAND` once per copied attachment; exit status 0 means processed.
 ///
 /// The command's environment is exactly `SHAREPIPE_SHARE_ID`, `SHAREPIPE_FILE` (absolute path of the copy),
-/// `SHAREPIPE_TYPE`, `SHAREPIPE_MIME`, `SHAREPIPE_SUGGESTED_NAME` (empty when unknown) and `PATH` (the daemon's, or
+/// `SHAREPIPE_TYPE`, `SHAREPIPE_MIME`, `SHAREPIPE_SUGGESTED_NAME` (empty when unknown), `SHAREPIPE_DUPLICATE_OF` (the
+/// original's share id, set only for an attachment flagged as a duplicate) and `PATH` (the daemon's, or
 /// `/usr/local/bin:/usr/bin:/bin`) — nothing else of the daemon's environment leaks in, not even `HOME`; a command
 /// that needs more sets it itself. It runs in its own process group with default signal dispositions and stdin
 /// from /dev/null; its stdout and stderr go to the daemon's stderr and are never parsed. After `timeout`, or when
@@ -32,11 +33,12 @@ public struct ExecProcessor: Processor {
     /// Runs the command for each copy in turn; the first failure fails the share.
     public func process(_ share: ClaimedShare) async throws {
         for attachment in share.attachments {
-            let environment = [
+            var environment = [
                 "SHAREPIPE_SHARE_ID": share.shareId, "SHAREPIPE_FILE": attachment.path,
                 "SHAREPIPE_TYPE": attachment.typeIdentifier, "SHAREPIPE_MIME": attachment.mimeType ?? "",
                 "SHAREPIPE_SUGGESTED_NAME": attachment.suggestedName ?? "", "PATH": path,
             ]
+            if let origin = attachment.duplicateOf { environment["SHAREPIPE_DUPLICATE_OF"] = origin.shareId }
             let child = try ChildProcess.spawnShell(command, environment: environment, output: STDERR_FILENO)
             switch try await wait(for: child) {
             case .exited(0):

@@ -29,6 +29,8 @@ public struct ClaimedShare: Sendable {
         public var suggestedName: String?
         /// Size in bytes.
         public var bytes: Int64
+        /// The copy this one duplicates (`--duplicates flag`); nil otherwise.
+        public var duplicateOf: DuplicateOrigin?
     }
 
     /// The share's UUID, the same on every attempt.
@@ -54,7 +56,8 @@ public struct ClaimedShare: Sendable {
             else { throw ShareError(.io, "manifest.json lists attachment \(record.index) without a usable copy") }
             return Attachment(
                 index: record.index, fileId: fileId, path: directory + "/" + file, typeIdentifier: type,
-                mimeType: record.sniffedMimeType, suggestedName: record.suggestedName, bytes: record.bytes ?? 0)
+                mimeType: record.sniffedMimeType, suggestedName: record.suggestedName, bytes: record.bytes ?? 0,
+                duplicateOf: record.duplicateOf)
         }
     }
 }

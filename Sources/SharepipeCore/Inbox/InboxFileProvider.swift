@@ -18,7 +18,8 @@ struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
         self.source = source
         failure = nil
         suggestedName = source.name
-        sniffed = try? TypeSniffer.sniffHead(descriptor: source.descriptor)
+        let named = FileItemProvider.namedType(path: source.name, registry: registry)
+        sniffed = try? TypeSniffer.sniffHead(descriptor: source.descriptor, declaredType: named, registry: registry)
         registeredTypeIdentifiers = FileItemProvider.derivedTypes(path: source.name, sniffed: sniffed, registry: registry)
     }
 

@@ -229,7 +229,7 @@ struct InboxIngester: Sendable {
                 let error = failure?.shareError ?? ShareError(.io, "some attachments failed")
                 _ = reject(
                     entry, error, declaredTypes: failure?.declaredTypes ?? [],
-                    sniffedMimeType: failure?.sniffedMimeType)
+                    sniffedMimeType: failure?.sniffedMimeType, duplicateOf: failure?.duplicateOf)
             }
             let types = Array(Set(copied.compactMap(\.typeIdentifier))).sorted()
             return (.published(shareID: receipt.shareId, status: receipt.status), (copied.count, types, bytes))
@@ -248,7 +248,7 @@ struct InboxIngester: Sendable {
             default:
                 return (reject(
                     entry, error, declaredTypes: failure?.declaredTypes ?? [],
-                    sniffedMimeType: failure?.sniffedMimeType), nil)
+                    sniffedMimeType: failure?.sniffedMimeType, duplicateOf: failure?.duplicateOf), nil)
             }
         case .failed:
             return (.deferred(receipt.error?.code ?? .io), nil)
@@ -256,7 +256,10 @@ struct InboxIngester: Sendable {
     }
 
     /// Moves an inbox entry to `.rejected/` under a collision-free name, then writes its reason beside it.
-    func reject(_ entry: String, _ error: ShareError, declaredTypes: [String], sniffedMimeType: String?) -> Outcome {
+    func reject(
+        _ entry: String, _ error: ShareError, declaredTypes: [String], sniffedMimeType: String?,
+        duplicateOf: DuplicateOrigin? = nil
+    ) -> Outcome {
         let directory = inbox + "/" + Self.rejectedDirectory
         do {
             try System.makeDirectory(directory, mode: 0o750)
@@ -269,6 +272,11 @@ struct InboxIngester: Sendable {
                 "time": Date().rfc3339,
             ]
             reason["sniffedMimeType"] = sniffedMimeType ?? NSNull()
+            if let duplicateOf {
+                reason["duplicateOf"] = [
+                    "shareId": duplicateOf.shareId, "fileId": duplicateOf.fileId, "createdAt": duplicateOf.createdAt,
+                ]
+            }
             let bytes = try JSONSerialization.data(withJSONObject: reason, options: [.sortedKeys, .prettyPrinted])
             try System.writeAtomically(Array(bytes), to: directory, name: finalName + ".reason.json", mode: 0o640)
             return .rejected(error.code)

@@ -76,7 +76,8 @@ extension LedgerStore {
                     "DELETE FROM shares WHERE state IN ('processed', 'rejected', 'purged') AND updated_at < ?",
                     [.integer(cutoff)]),
                 SQLStatement(
-                    "DELETE FROM sources WHERE state = 'done' AND share_id NOT IN (SELECT id FROM shares)"),
+                    "DELETE FROM sources WHERE state = 'done' AND NOT EXISTS (SELECT 1 FROM shares WHERE id = share_id)"),
+                SQLStatement("DELETE FROM contents WHERE created_at < ?", [.integer(cutoff)]),
             ],
             durable: true
         )[0].changed

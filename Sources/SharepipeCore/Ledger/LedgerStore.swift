@@ -82,6 +82,8 @@ final class LedgerStore: ShareLedger {
                 """,
                 "CREATE INDEX http_idempotency_created ON http_idempotency(created_at)",
             ],
+            // v5: the contents of copies, for the duplicate check (issue 21).
+            contentsMigration(dialect),
         ]
     }
 
@@ -239,7 +241,8 @@ final class LedgerStore: ShareLedger {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(shares.flatMap { share in
-            Self.inserts(share.manifest, state: .staged, code: nil, at: now) + share.sources.map { source in
+            Self.inserts(share.manifest, state: .staged, code: nil, at: now)
+                + Self.contentInserts(share.manifest, dialect: driver.dialect) + share.sources.map { source in
                 SQLStatement(
                     "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
                     [.text(share.manifest.shareId), .integer(Int64(bitPattern: source.device)),

@@ -24,7 +24,7 @@ final class PostgresDriver: SQLDriver {
         schemaPresent: "SELECT CASE WHEN to_regclass('sharepipe_schema') IS NULL THEN 0 ELSE 1 END",
         schemaVersion: "SELECT version FROM sharepipe_schema",
         setSchemaVersion: { "UPDATE sharepipe_schema SET version = \($0)" }, numberedPlaceholders: true,
-        begin: "BEGIN")
+        begin: "BEGIN", keyLock: "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))")
 
     var dialect: SQLDialect { Self.dialect }
     /// The setting the URL came from (`--ledger`), and the URL without its password, for error messages.

@@ -61,6 +61,9 @@ struct SQLDialect: Sendable {
     let numberedPlaceholders: Bool
     /// Starts a transaction that will write.
     let begin: String
+    /// Takes a lock on a key (`?` class, `?` key, both 32-bit) held until the transaction ends, so that transactions
+    /// about one thing run one after the other; nil where `begin` already serializes every writer (SQLite).
+    var keyLock: String? = nil
 
     /// `sql` with its placeholders written the way this database wants them (the ledger's SQL has no `?` inside a
     /// string literal).

@@ -172,6 +172,20 @@ protocol ShareLedger: AnyObject, Sendable {
     /// Events after a sequence number, oldest first (`sharepipe events`).
     func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent]
 
+    // MARK: Duplicates (issue 21)
+
+    /// Looks up, per claimed content, the earliest copy within the window that counts as an original (ingested or
+    /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), and records
+    /// each claim with what it found (see `ContentReservation`), in one transaction that serializes on the
+    /// contents' hashes across every process on the ledger. Returns the origins, one per claim (nil: an original).
+    func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?]
+    /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).
+    func releaseContents(ofShares shareIDs: [String]) throws
+    /// The duplicate attachments recorded for a share, by index.
+    func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate]
+    /// Duplicates per UTC day since `since` (ms since the epoch), oldest day first.
+    func duplicateDays(since: Int64) throws -> [DuplicateDay]
+
     // MARK: Leases (claims across hosts)
 
     /// How long a claim's lease lasts without a heartbeat; nil for a ledger without leases, whose claimers share

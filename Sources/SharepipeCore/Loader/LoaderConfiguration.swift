@@ -20,6 +20,10 @@ public struct LoaderConfiguration: Sendable {
     public var maxPendingBytes: Int64 = 64 << 30
     /// Refuse new shares when the state directory's file system has less free space than this (`--min-free`).
     public var minFreeBytes: Int64 = 64 << 20
+    /// What an attachment whose content was ingested within `duplicateWindow` gets (`--duplicates`).
+    public var duplicates: DuplicatePolicy = .accept
+    /// How far back a copy counts as the original of a duplicate (`--duplicate-window`).
+    public var duplicateWindow: Duration = .seconds(30 * 86_400)
     /// Called as an attachment's copy advances: attachment index, bytes so far.
     public var progress: (@Sendable (_ index: Int, _ bytes: Int64) -> Void)?
 

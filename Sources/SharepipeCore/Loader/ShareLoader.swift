@@ -198,7 +198,8 @@ public struct ShareLoader: Sendable {
                 // costliest step of a small share, so the same head is not sniffed twice.
                 let presniffed = (provider as? any PresniffedProvider)?.sniffed
                 let mimeType = try presniffed.flatMap { $0.head == copy.head ? $0.mimeType : nil }
-                    ?? Magic.shared.mimeType(of: copy.head)
+                    ?? Magic.shared.mimeType(
+                        of: copy.head, scope: registry.sniffScope(declaredType: chosen, head: copy.head))
                 outcome.sniffedMimeType = mimeType
                 if registry.isCompatible(sniffedMIMEType: mimeType, declaredType: chosen, head: copy.head) {
                     outcome.copy = copy
@@ -319,15 +320,64 @@ public struct ShareLoader: Sendable {
         return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
     }
 
+    /// How long a content reservation of a share that was never staged counts as an original: far longer than a
+    /// loader takes from the check to staging, short enough that a loader that died meanwhile (on a host that does
+    /// not come back to recover its staging) does not hold the content back for long.
+    static let reservationLifetime: Duration = .seconds(600)
+
+    /// The duplicate check (`--duplicates flag|reject`): the copies' contents are looked up and reserved in the
+    /// ledger in one step, so that of two shares with one content, loaded at once by two daemons, one is the
+    /// original. A flagged copy names its original; a rejected one is removed and fails with `ERR_DUPLICATE`. The
+    /// ledger failing fails the share (its sources stay for a later try).
+    private func checkDuplicates(shareID: String, createdAt: Int64, records: inout [AttachmentRecord]) throws {
+        guard configuration.duplicates != .accept else { return }
+        // An all-or-nothing share that already lost an attachment is rolled back whatever the check would say.
+        if configuration.policy == .allOrNothing && records.contains(where: { $0.status != .copied }) { return }
+        let claims = records.compactMap { record -> ContentClaim? in
+            guard record.status == .copied, let sha256 = record.sha256, let fileID = record.fileId else { return nil }
+            return ContentClaim(index: record.index, sha256: sha256, fileID: fileID)
+        }
+        guard !claims.isEmpty else { return }
+        let now = LedgerClock.now()
+        let origins = try spool.ledger.reserveContents(ContentReservation(
+            shareID: shareID, createdAt: createdAt, claims: claims, policy: configuration.duplicates,
+            allOrNothing: configuration.policy == .allOrNothing,
+            windowStart: now - configuration.duplicateWindow.milliseconds,
+            reservationsSince: now - Self.reservationLifetime.milliseconds))
+        for (claim, origin) in zip(claims, origins) {
+            guard let origin else { continue }
+            records[claim.index].duplicateOf = origin
+            guard configuration.duplicates == .reject else { continue }
+            if let file = records[claim.index].file { try? System.unlink(spool.path(.staging, shareID) + "/" + file) }
+            let error = ShareError.duplicate(of: origin)
+            records[claim.index].status = .failed
+            records[claim.index].error = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+            records[claim.index].fileId = nil
+            records[claim.index].file = nil
+            records[claim.index].bytes = nil
+        }
+    }
+
     /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
         shareID: String, lock: consuming DirectoryLock, sourceApp: String?, records: [AttachmentRecord],
         origin: ShareOrigin?
     ) async -> ShareReceipt {
         var records = records
+        let created = Date()
+        let createdAt = created.rfc3339
+        do {
+            try checkDuplicates(
+                shareID: shareID, createdAt: Int64((created.timeIntervalSince1970 * 1000).rounded(.down)),
+                records: &records)
+        } catch {
+            spool.discard(shareID)
+            let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
+            let info = AttachmentRecord.ErrorInfo(code: shareError.code, message: shareError.message)
+            return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
+        }
         let copied = records.filter { $0.status == .copied }.count
         let rollBack = copied == 0 || (configuration.policy == .allOrNothing && copied < records.count)
-        let createdAt = Date().rfc3339
         func manifest() -> Manifest {
             Manifest(
                 shareId: shareID, sourceApp: sourceApp, createdAt: createdAt, policy: configuration.policy,

@@ -22,7 +22,8 @@ public struct FileItemProvider: PresniffedProvider {
             registeredTypeIdentifiers = types
             sniffed = nil
         } else {
-            sniffed = try? TypeSniffer.sniffHead(path: path)
+            sniffed = try? TypeSniffer.sniffHead(
+                path: path, declaredType: Self.namedType(path: path, registry: registry), registry: registry)
             registeredTypeIdentifiers = Self.derivedTypes(path: path, sniffed: sniffed, registry: registry)
         }
     }
@@ -31,11 +32,13 @@ public struct FileItemProvider: PresniffedProvider {
     /// names, then the sniffed type when it says more; a registered sniffed type before a dynamic extension type.
     /// When the content contradicts the name, only the name's type is declared, so that the lie is refused rather
     /// than passed on under the sniffed type.
+    ///
+    /// Text under a textual name was sniffed by libmagic's built-in tests only (`TypeRegistry.sniffScope`): its
+    /// guess at a language could not refuse it, and declares nothing here either.
     static func derivedTypes(path: String, sniffed: TypeSniffer.SniffedHead?, registry: TypeRegistry) -> [String] {
-        let name = (path as NSString).lastPathComponent
-        let pathExtension = (name as NSString).pathExtension
-        let named = pathExtension.isEmpty ? nil : registry.type(forFilenameExtension: pathExtension)
+        let named = namedType(path: path, registry: registry)
         guard let sniffed else { return [named ?? "public.data"] }
+        if let named, sniffed.scope == .builtin { return [named] }
         let sniffedType = registry.sniffedType(forMIMEType: sniffed.mimeType, head: sniffed.head)
         guard let named else { return [sniffedType] }
         if registry.isDynamic(named) {
@@ -46,6 +49,12 @@ public struct FileItemProvider: PresniffedProvider {
             return [named]
         }
         return registry.conforms(named, to: sniffedType) ? [named] : [named, sniffedType]
+    }
+
+    /// The type a file's name extension gives, nil when it has none.
+    static func namedType(path: String, registry: TypeRegistry) -> String? {
+        let pathExtension = ((path as NSString).lastPathComponent as NSString).pathExtension
+        return pathExtension.isEmpty ? nil : registry.type(forFilenameExtension: pathExtension)
     }
 
     public func loadFileRepresentation(

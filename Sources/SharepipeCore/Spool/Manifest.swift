@@ -86,6 +86,8 @@ public struct AttachmentRecord: Codable, Sendable, Equatable {
     public var error: ErrorInfo?
     /// Every representation tried, in order, when more than one was (fallback); nil otherwise.
     public var attempts: [Attempt]?
+    /// The copy this attachment's content duplicates (`--duplicates flag` or `reject`); nil otherwise.
+    public var duplicateOf: DuplicateOrigin?
 
     /// One representation the loader tried: its type, and the code it failed with (null for the one taken).
     public struct Attempt: Codable, Sendable, Equatable {

@@ -27,6 +27,7 @@ extension Spool {
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
         var liveClaims: Set<String> = []
+        var removedStaging: [String] = []
         for stage in [Stage.staging, .processing, .quarantine] {
             let names = stage == .staging ? try directories.staging.names() : try shareIDs(in: stage)
             for shareID in names {
@@ -58,9 +59,12 @@ extension Spool {
                     continue
                 }
                 try recoverOne(shareID, in: stage, lock: HeldLock(shareID: shareID, lock: lock), report: &report)
+                if stage == .staging { removedStaging.append(shareID) }
             }
         }
         if report.stagingRemoved > 0 { try directories.staging.sync() }
+        // Content reserved by the duplicate check for a share that never got staged no longer holds its content.
+        if !removedStaging.isEmpty { try ledger.releaseContents(ofShares: removedStaging) }
         if report.returnedToIncoming > 0 { try directories.incoming.sync() }
         try reconcile(skipping: liveClaims, report: &report)
         return report

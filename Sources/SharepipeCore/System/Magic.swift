@@ -9,6 +9,22 @@ final class Magic: Sendable {
 
     private struct Handle: @unchecked Sendable {
         let cookie: OpaquePointer
+        /// The flags the handle was last set to.
+        var flags: Int32
+    }
+
+    /// What libmagic is asked to test.
+    enum Scope: Sendable {
+        /// Every test of the database: signatures, then the text encodings and the regular expressions over text.
+        case full
+        /// libmagic's built-in tests only (`MAGIC_NO_CHECK_SOFT`): the text encoding, JSON, CSV, tar, CDF, ELF,
+        /// without the database's soft magic, whose regular expressions over text are libmagic's costliest work.
+        case builtin
+    }
+
+    private static let fullFlags = MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_ERROR
+    private static func flags(_ scope: Scope) -> Int32 {
+        scope == .full ? fullFlags : fullFlags | MAGIC_NO_CHECK_SOFT
     }
 
     private let idle = Mutex<[Handle]>([])
@@ -25,17 +41,24 @@ final class Magic: Sendable {
     }
 
     /// The MIME type of a buffer (`image/jpeg`, `text/plain` …), from its first bytes.
-    func mimeType(of bytes: UnsafeRawBufferPointer) throws -> String {
-        let handle = try borrow()
+    func mimeType(of bytes: UnsafeRawBufferPointer, scope: Scope = .full) throws -> String {
+        var handle = try borrow()
         defer { idle.withLock { $0.append(handle) } }
+        let flags = Self.flags(scope)
+        if handle.flags != flags {
+            guard magic_setflags(handle.cookie, flags) == 0 else {
+                throw ShareError(.io, "libmagic refused its flags: \(lastError(handle))")
+            }
+            handle.flags = flags
+        }
         guard let result = magic_buffer(handle.cookie, bytes.baseAddress, bytes.count) else {
             throw ShareError(.io, "libmagic could not sniff the buffer: \(lastError(handle))")
         }
         return String(cString: result)
     }
 
-    func mimeType(of bytes: [UInt8]) throws -> String {
-        try bytes.withUnsafeBytes { (raw) throws in try mimeType(of: raw) }
+    func mimeType(of bytes: [UInt8], scope: Scope = .full) throws -> String {
+        try bytes.withUnsafeBytes { (raw) throws in try mimeType(of: raw, scope: scope) }
     }
 
     /// Loads a handle to check that the database works; used by `doctor`.
@@ -46,7 +69,7 @@ final class Magic: Sendable {
 
     private func borrow() throws -> Handle {
         if let handle = idle.withLock({ $0.popLast() }) { return handle }
-        guard let cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_ERROR) else {
+        guard let cookie = magic_open(Self.fullFlags) else {
             throw ShareError(.io, "magic_open failed")
         }
         guard magic_load(cookie, databasePath) == 0 else {
@@ -54,7 +77,7 @@ final class Magic: Sendable {
             magic_close(cookie)
             throw ShareError(.io, "libmagic database did not load: \(message)")
         }
-        return Handle(cookie: cookie)
+        return Handle(cookie: cookie, flags: Self.fullFlags)
     }
 
     private func lastError(_ handle: Handle) -> String {

@@ -93,15 +93,18 @@ extension TypeRegistry {
         return type == "public.data" && Self.looksLikeText(head) ? "public.plain-text" : type
     }
 
-    /// Whether sniffed content may be passed on as the declared type (SPEC "Types", rules a-e): a sniff may only
+    /// Whether sniffed content may be passed on as the declared type (SPEC "Types", rules a-f): a sniff may only
     /// contradict a declared type, never confirm it.
     ///
     /// Compatible when (a) the sniffed type conforms to the declared one; (b) the declared type conforms to the
     /// sniffed one, libmagic having seen the container or the general form; (c) both are textual; (d) libmagic
     /// could not tell: the content is empty and the declared type has no signature, or libmagic says
     /// `application/octet-stream` of bytes that are not text and the declared type has no signature and is not
-    /// textual (octet-stream of UTF-8 without NUL is text, and (c) applies); or (e) the declared type claims
-    /// nothing: it is dynamic, `public.data` or `public.item`. `head` is the content's first bytes, as sniffed.
+    /// textual (octet-stream of UTF-8 without NUL is text, and (c) applies); (e) the declared type claims
+    /// nothing: it is dynamic, `public.data` or `public.item`; or (f) the declared type is textual and the bytes
+    /// are text (valid UTF-8 without NUL): a signature libmagic reads into a text's first letters (base64 it takes
+    /// for HP-GL, a note that starts "GIF89a") does not make it binary. `head` is the content's first bytes, as
+    /// sniffed.
     public func isCompatible(sniffedMIMEType: String, declaredType: String, head: [UInt8]) -> Bool {
         if isDynamic(declaredType) || declaredType.caseInsensitiveEquals("public.data")
             || declaredType.caseInsensitiveEquals("public.item")
@@ -111,6 +114,7 @@ extension TypeRegistry {
         let key = Self.normalizedMIMEType(sniffedMIMEType)
         let hasSignature = Self.signatureFamilies.contains { conforms(declaredType, to: $0) }
         if head.isEmpty || key == "inode/x-empty" || key == "application/x-empty" { return !hasSignature }
+        if isTextual(declaredType) && Self.looksLikeText(head) { return true }
         let sniffed = sniffedType(forMIMEType: key, head: head)
         if sniffed == "public.data" {
             let binaryEncoded = Self.binaryEncodedFormats.contains { conforms(declaredType, to: $0) }
@@ -121,6 +125,17 @@ extension TypeRegistry {
         return Self.compressedForms.contains { form, compression in
             conforms(declaredType, to: form) && conforms(sniffed, to: compression)
         }
+    }
+
+    /// How much libmagic must be asked about content declared as `declaredType`. Once rule (f) holds, no answer of
+    /// libmagic's can refuse text declared as textual, so for such content (valid UTF-8 without NUL) only its
+    /// built-in tests run: they still name the encoding, JSON and CSV truthfully, for a fraction of the cost of the
+    /// database's regular expressions. Everything else, and content of unknown declared type, gets every test.
+    func sniffScope(declaredType: String?, head: [UInt8]) -> Magic.Scope {
+        guard let declaredType, !isDynamic(declaredType), isTextual(declaredType), Self.looksLikeText(head) else {
+            return .full
+        }
+        return .builtin
     }
 
     /// Whether a type is text: under `public.text`, or one of the textual formats declared elsewhere.

@@ -16,19 +16,26 @@ public enum TypeSniffer {
     struct SniffedHead: Sendable {
         var head: [UInt8]
         var mimeType: String
+        /// The tests libmagic ran: `.builtin` for text declared as textual (see `TypeRegistry.sniffScope`).
+        var scope: Magic.Scope = .full
     }
 
-    /// Reads and sniffs a regular file's leading bytes, refusing what is not a regular file.
-    static func sniffHead(path: String) throws -> SniffedHead {
+    /// Reads and sniffs a regular file's leading bytes, refusing what is not a regular file. `declaredType` is the
+    /// type the content will be judged against, when known: it decides how much libmagic is asked.
+    static func sniffHead(path: String, declaredType: String? = nil, registry: TypeRegistry = .standard) throws
+        -> SniffedHead
+    {
         let file = try open(path)
         guard try file.status().kind == .regular else {
             throw ShareError(.notRegularFile, "not a regular file")
         }
-        return try sniffHead(descriptor: file)
+        return try sniffHead(descriptor: file, declaredType: declaredType, registry: registry)
     }
 
     /// Reads (at offset 0, leaving the file position alone) and sniffs the leading bytes of an open regular file.
-    static func sniffHead(descriptor file: borrowing FileDescriptor) throws -> SniffedHead {
+    static func sniffHead(
+        descriptor file: borrowing FileDescriptor, declaredType: String? = nil, registry: TypeRegistry = .standard
+    ) throws -> SniffedHead {
         var buffer = [UInt8](repeating: 0, count: Sniffer.sniffLength)
         var count = 0
         while count < buffer.count {
@@ -39,7 +46,8 @@ public enum TypeSniffer {
             count += read
         }
         let head = Array(buffer[..<count])
-        return SniffedHead(head: head, mimeType: try Magic.shared.mimeType(of: head))
+        let scope = registry.sniffScope(declaredType: declaredType, head: head)
+        return SniffedHead(head: head, mimeType: try Magic.shared.mimeType(of: head, scope: scope), scope: scope)
     }
 
     private static func open(_ path: String) throws -> FileDescriptor {
