@@ -7,7 +7,7 @@ import Testing
 /// inbox, then the output on the mount, the rest on the local disk. With default flags the daemon ingests,
 /// processes and stores every drop, whatever the mount refuses (sshfs and powercutfs: rename flags; powercutfs: a
 /// capacity); two daemons on one spool on the mount take each drop exactly once; `doctor` names what it found.
-@Suite(.serialized, .timeLimit(.minutes(10)))
+@Suite(.serialized, .timeLimit(.minutes(10)), .enabled(if: FuseEnvironment.requested, "set SHAREPIPE_TEST_FUSE=1"))
 struct FuseTests {
     /// Which FUSE file system serves the mount.
     enum Kind: String, CaseIterable, Sendable {
