@@ -239,6 +239,7 @@ struct OperatorCommandTests {
             let checks = try #require(try fresh.json as? [[String: Any]])
             #expect(checks.map { $0["check"] as? String } == [
                 "libmagic", "state-directory", "same-filesystem", "inbox", "inotify", "free-space", "spool-limits",
+                "filesystem-state", "filesystem-inbox", "filesystem-output",
             ])
             for check in checks {
                 #expect(Set(check.keys) == ["check", "ok", "status", "detail", "hint"])
@@ -253,7 +254,7 @@ struct OperatorCommandTests {
             let used = try runSharepipe(["doctor", "--state", state, "--inbox", inbox])
             #expect(used.status == 0, "\(used.stdout)")
             #expect(used.stdout.contains("one file system"))
-            #expect(used.stdout.contains("doctor: all 7 checks passed"))
+            #expect(used.stdout.contains("doctor: all 10 checks passed"))
             #expect(names(state).allSatisfy { !$0.hasPrefix(".sharepipe-probe") })
         }
     }
@@ -270,13 +271,16 @@ struct OperatorCommandTests {
             #expect(state["status"] as? String == "fail")
             #expect((state["detail"] as? String)?.contains("ERR_CONTAINER_UNAVAILABLE") == true)
             #expect(state["hint"] is String)
-            #expect(checks.filter { $0["ok"] as? Bool == false }.count == 1)
+            // The state directory fails, and so does probing its file system; nothing else does.
+            let failed = Set(checks.filter { $0["ok"] as? Bool == false }.compactMap { $0["check"] as? String })
+            #expect(failed.contains("state-directory"))
+            #expect(failed.isSubset(of: ["state-directory", "filesystem-state", "free-space", "same-filesystem"]))
 
             let human = try runSharepipe(["doctor", "--state", file + "/state", "--inbox", dir + "/inbox"])
             #expect(human.status == 1)
             let line = human.stdout.split(separator: "\n").first { $0.contains("state-directory") }
             #expect(line?.hasPrefix("FAIL") == true)
-            #expect(human.stdout.contains("1 of 7 checks failed"))
+            #expect(human.stdout.contains("of 10 checks failed"))
         }
     }
 

@@ -178,16 +178,22 @@ public struct Daemon: Sendable {
                 try await ingestLoop(candidates, context)
                 return false
             }
-            group.addTask {
+            // The loops that do blocking file-system and ledger work run on the daemon's own threads, never on the
+            // cooperative pool.
+            group.addTask(executorPreference: context.thread(1)) {
                 try await retryLoop(context)
                 return false
             }
-            group.addTask {
+            group.addTask(executorPreference: context.thread(2)) {
                 try await consumeLoop(context)
                 return false
             }
-            group.addTask {
+            group.addTask(executorPreference: context.thread(3)) {
                 try await statusLoop(context)
+                return false
+            }
+            group.addTask(executorPreference: context.thread(3)) {
+                try await sweepLoop(context)
                 return false
             }
             if let server {
@@ -294,6 +300,34 @@ public struct Daemon: Sendable {
             for name in context.queue.due() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
                 await handle(InboxCandidate(name: name, status: status), context)
+            }
+        }
+    }
+
+    /// How often a running daemon looks for the work of dead processes on its state directory.
+    static let sweepInterval: Duration = .seconds(30)
+
+    /// Every 30 s: recovery, which touches only staging directories and claims whose lock is free — those of a
+    /// loader or claimer that died (another daemon on the same state, killed) — so their shares are finished or
+    /// sent back to `incoming` by the living, not left until a restart.
+    private func sweepLoop(_ context: Context) async throws {
+        while true {
+            try await Task.sleep(for: Self.sweepInterval)
+            do {
+                let report = try context.spool.recover()
+                if report.stagingRemoved + report.returnedToIncoming + report.completed + report.rolledForward
+                    + report.repaired > 0
+                {
+                    logger.info("daemon.swept", [
+                        ("staging_removed", .int(Int64(report.stagingRemoved))),
+                        ("claims_returned", .int(Int64(report.returnedToIncoming))),
+                        ("completed", .int(Int64(report.completed))), ("repaired", .int(Int64(report.repaired))),
+                    ])
+                    context.consumer.wake()
+                }
+            } catch {
+                let failure = error as? ShareError ?? ShareError(.io, "\(error)")
+                logger.warning("daemon.sweep_failed", [("code", .string(failure.code.rawValue))])
             }
         }
     }
