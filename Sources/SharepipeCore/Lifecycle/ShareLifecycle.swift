@@ -411,7 +411,7 @@ struct ShareLifecycle: Sendable {
             // A share whose sources could not all be removed keeps its source records staged, so that a restart's
             // recovery removes them.
             pending = [.record(.published(shares, sourcesDone: done ?? shares))]
-        case (.claim, .move):
+        case (.claim, .move(_, .incoming, .processing)):
             shares = done ?? shares
             pending = shares.isEmpty ? [] : [.lock(shares)]
         case (.claim, .lock):
