@@ -151,14 +151,18 @@ import Testing
         let id = share.manifest.shareId
         try ledger.recordStaged([share])
         _ = try ledger.recordClaimed([id])
-        let slow = Task { await StartGate.run(threads: 1) { _ in try ledger.driver.run("SELECT pg_sleep(3)") } }
-        let sleeping = "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(3)'"
+        // Long enough to outlast a starved test thread on a loaded machine; cancelled once the checks are done.
+        let slowQuery = "SELECT pg_sleep(60) /* sharepipe-test \(UUID().uuidString) */"
+        let slow = Task { await StartGate.run(threads: 1) { _ in try ledger.driver.run(slowQuery) } }
+        let sleeping = "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = '\(slowQuery)'"
         // Asked through the same ledger while the slow query runs on the server.
-        #expect(try await eventually(.seconds(10)) { try ledger.driver.run(sleeping).scalar.int == 1 })
+        #expect(try await eventually(.seconds(30)) { try ledger.driver.run(sleeping).scalar.int == 1 })
         try ledger.renewLeases()
         #expect(try ledger.state(ofShare: id) == .claimed)
         #expect(try ledger.driver.run(sleeping).scalar.int == 1, "the slow query ended before the other calls did")
-        #expect(await slow.value.isEmpty)
+        _ = try ledger.driver.run("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = '\(slowQuery)'")
+        let errors = await slow.value
+        #expect(errors.count == 1 && errors.allSatisfy { $0.contains("cancel") }, "\(errors)")
     }
 }
 
