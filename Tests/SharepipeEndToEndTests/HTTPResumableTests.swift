@@ -102,9 +102,10 @@ struct HTTPResumableTests {
             let address = daemon.addresses[0]
             let file = try writeFile(dir + "/large.bin", randomBytes(6 << 20))
             let script = """
-                import sys, time
+                import os, sys, time
                 from tusclient import client
                 path, endpoint, urlfile, phase = sys.argv[1:5]
+                paused, go = urlfile + ".paused", urlfile + ".go"
                 tus = client.TusClient(endpoint)
                 if phase == "start":
                     uploader = tus.uploader(path, chunk_size=256 * 1024, metadata={"filename": "large.bin"},
@@ -114,7 +115,12 @@ struct HTTPResumableTests {
                     while uploader.offset < uploader.get_file_size():
                         uploader.upload_chunk()
                         print(uploader.offset, flush=True)
-                        time.sleep(0.05)
+                        if uploader.offset >= 1 << 20 and not os.path.exists(paused):
+                            # Hold still until the test has killed the daemon, so the kill lands mid-upload.
+                            open(paused, "w").close()
+                            deadline = time.time() + 120
+                            while not os.path.exists(go) and time.time() < deadline:
+                                time.sleep(0.02)
                 else:
                     uploader = tus.uploader(path, url=open(urlfile).read(), chunk_size=1024 * 1024,
                                             upload_checksum=True)
@@ -135,11 +141,12 @@ struct HTTPResumableTests {
                     let record = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                     let offset = record["offset"] as? Int
                 else { return false }
-                return offset >= 1 << 20
+                return offset >= 1 << 20 && FileManager.default.fileExists(atPath: urlFile + ".paused")
             }
             #expect(progressed)
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.exit(timeout: .seconds(10))
+            _ = try writeFile(urlFile + ".go", "")
             let interrupted = try await first.result()
             #expect(interrupted.status != 0)
 
