@@ -61,6 +61,16 @@ struct SeveralHostsTests {
             // Not before the lease ran out: it was renewed a third of a lease before the kill at the earliest.
             #expect(ContinuousClock.now - killedAt >= .milliseconds(900))
             try await cluster.waitUntilProcessed(count, daemons: Array(daemons[1...]), timeout: .seconds(300))
+            // Nothing accumulates: the dead daemon's staging and claims are finished by the living (their 30 s
+            // sweep), not left for a restart.
+            var left: [String] = []
+            let emptied = try await eventually(.seconds(90), every: .milliseconds(500)) {
+                left = ["staging", "incoming", "processing"].flatMap { stage in
+                    directoryNames(cluster.state + "/" + stage).map { stage + "/" + $0 }
+                }
+                return left.isEmpty
+            }
+            #expect(emptied, "left in the state directory: \(left)")
 
             let logs = try cluster.processedLogs(3)
             let all = logs.flatMap { $0 }
