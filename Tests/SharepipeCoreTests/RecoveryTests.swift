@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import SharepipeCore
 
@@ -155,6 +156,36 @@ import Testing
             spool.complete(claim, durationMilliseconds: 1)
             try await spool.executor.waitUntilIdle()
             #expect(try entries(spool, .processing).isEmpty)
+            #expect(try entries(spool, .incoming).isEmpty)
+        }
+    }
+
+    /// The periodic sweep of another daemon runs while claims are made: it must never find a claim between its
+    /// move into `processing` and its lock (the claim locks in `incoming`, before the move).
+    @Test func aSweepRacingClaimersNeverReturnsALiveClaim() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, (0..<300).map { "share \($0)\n" })
+            let other = try Spool(root: dir + "/state")
+            let stop = Atomic<Bool>(false)
+            let returned = Atomic<Int>(0)
+            let sweeping = Thread {
+                while !stop.load(ordering: .relaxed) {
+                    if let report = try? other.recover() {
+                        returned.add(report.returnedToIncoming, ordering: .relaxed)
+                    }
+                }
+            }
+            sweeping.start()
+            var claims: [ShareClaim] = []
+            for shareID in ids {
+                if let claim = try spool.claim(shareID) { claims.append(claim) }
+            }
+            stop.store(true, ordering: .relaxed)
+            #expect(try await eventually { sweeping.isFinished })
+            #expect(returned.load(ordering: .relaxed) == 0, "live claims returned to incoming")
+            #expect(claims.count == ids.count)
+            #expect(try entries(spool, .processing) == ids.sorted())
             #expect(try entries(spool, .incoming).isEmpty)
         }
     }

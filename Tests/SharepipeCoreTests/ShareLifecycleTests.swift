@@ -103,13 +103,15 @@ import Testing
         var run = ShareLifecycle.claim(["a", "b", "c", "d"])
         let (points, actions, outcome) = drive(&run) { action in
             switch action {
-            case .move(_, .incoming, .processing): return .partly(done: ["a", "b", "c"])
-            case .lock: return .partly(done: ["a", "b"])
+            case .lock: return .partly(done: ["a", "b", "c"])
+            case .move(let ids, .incoming, .processing):
+                #expect(ids == ["a", "b", "c"], "only what it locked is moved")
+                return .partly(done: ["a", "b"])
             case .record(.claimed): return .claimed(attempts: ["a": 2])
             default: return .done
             }
         }
-        #expect(points == ["claim.move-processing", "claim.lock", "claim.record-claimed", "claim.move-incoming"])
+        #expect(points == ["claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming"])
         // "b" was in a state a claim does not start from: it goes back for recovery.
         guard case .move(let back, .processing, .incoming) = actions.last else { Issue.record("no move back"); return }
         #expect(back == ["b"])

@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
     static let steps = [
         "publish.barrier", "publish.record-staged", "publish.move-incoming", "publish.sync-incoming",
-        "publish.remove-sources", "publish.record-published", "claim.move-processing", "claim.lock",
+        "publish.remove-sources", "publish.record-published", "claim.lock", "claim.move-processing",
         "claim.record-claimed", "complete.record-processed", "complete.remove-processing",
     ]
 

@@ -338,7 +338,10 @@ final class LifecycleExecutor: Sendable {
         case .lock(let ids):
             var locked: [String] = []
             for id in ids {
-                guard let lock = try DirectoryLock.acquire(spool.path(.processing, id), waiting: true) else { continue }
+                // A publisher lets go of its share a few milliseconds after it is published; a lock still held
+                // after that is another claimer's, or a retry's still moving the share back.
+                guard let lock = try DirectoryLock.acquire(spool.path(.incoming, id), patience: .milliseconds(100))
+                else { continue }
                 context.adopt(HeldLock(shareID: id, lock: lock))
                 locked.append(id)
             }

@@ -127,7 +127,9 @@ struct ShareLifecycle: Sendable {
         case record(Record)
         /// Renames share directories from one stage into another, never replacing; reports which moved.
         case move([String], from: Spool.Stage, to: Spool.Stage)
-        /// Takes each claimed share's lock (held until the claim ends); reports which were locked.
+        /// Takes each share's lock in `incoming`, before its claim moves it: the lock moves with the directory and
+        /// is held until the claim ends, so no recovery (of this or another process) ever finds a claim unlocked.
+        /// Reports which were locked; a lock held elsewhere is another claimer's.
         case lock([String])
         /// Makes the renames into or out of a stage durable.
         case sync(Spool.Stage)
@@ -197,7 +199,7 @@ struct ShareLifecycle: Sendable {
         "publish.remove-sources", "publish.record-published", "publish.remove-staging", "publish.record-unpublished",
         "publish.record-rolled-back",
         "roll-back.remove-staging", "roll-back.record-rolled-back", "discard.remove-staging",
-        "claim.move-processing", "claim.lock", "claim.record-claimed", "claim.move-incoming",
+        "claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming",
         "complete.record-processed", "complete.remove-processing",
         "retry.record-retry", "retry.move-incoming",
         "quarantine.write-reason", "quarantine.record-quarantined", "quarantine.move-quarantine",
@@ -272,8 +274,7 @@ struct ShareLifecycle: Sendable {
     /// Claim: renamed into `processing` (one claimer wins), locked, claimed recorded; shares whose rows are in a
     /// state a claim does not start from go back to `incoming`.
     static func claim(_ shareIDs: [String]) -> ShareLifecycle {
-        ShareLifecycle(.claim, shares: shareIDs, actions: [.move(shareIDs, from: .incoming, to: .processing)],
-            onFailure: .abort)
+        ShareLifecycle(.claim, shares: shareIDs, actions: [.lock(shareIDs)], onFailure: .abort)
     }
 
     /// Complete (batched): processed recorded (durable), then the copies removed. No sync follows the removal: a
@@ -411,10 +412,10 @@ struct ShareLifecycle: Sendable {
             // A share whose sources could not all be removed keeps its source records staged, so that a restart's
             // recovery removes them.
             pending = [.record(.published(shares, sourcesDone: done ?? shares))]
-        case (.claim, .move(_, .incoming, .processing)):
-            shares = done ?? shares
-            pending = shares.isEmpty ? [] : [.lock(shares)]
         case (.claim, .lock):
+            shares = done ?? shares
+            pending = shares.isEmpty ? [] : [.move(shares, from: .incoming, to: .processing)]
+        case (.claim, .move(_, .incoming, .processing)):
             shares = done ?? shares
             pending = shares.isEmpty ? [] : [.record(.claimed(shares))]
         default:

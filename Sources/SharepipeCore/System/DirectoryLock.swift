@@ -13,19 +13,27 @@ struct DirectoryLock: ~Copyable, Sendable {
     /// Opens the directory at `path` and locks it without waiting. Returns nil when another holder has the lock,
     /// when nothing is at `path`, or when the directory at `path` is no longer the one locked (it was moved away
     /// between the open and the lock).
-    /// With `waiting`, waits for a holder to let go instead of returning nil: a claimer does, because the loader
-    /// that published the share holds its lock until it has recorded the publish, a few milliseconds.
-    static func acquire(_ path: String, waiting: Bool = false) throws -> DirectoryLock? {
-        let directory: OpenDirectory
-        do {
-            directory = try OpenDirectory(path: path)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
-            return nil
+    /// With `patience`, a held lock is tried again every millisecond for that long, as long as `path` is still
+    /// there: a claimer does, because the loader that published the share holds its lock until it has recorded
+    /// the publish, a few milliseconds; another claimer's lock ends the wait as soon as it moves the share away.
+    static func acquire(_ path: String, patience: Duration = .zero) throws -> DirectoryLock? {
+        let deadline = System.monotonicNanoseconds() + UInt64(max(0, patience.components.seconds)) * 1_000_000_000
+            + UInt64(max(0, patience.components.attoseconds) / 1_000_000_000)
+        while true {
+            let directory: OpenDirectory
+            do {
+                directory = try OpenDirectory(path: path)
+            } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+                return nil
+            }
+            if try directory.lock(nonBlocking: true) {
+                let lock = DirectoryLock(directory: directory)
+                guard try lock.isLinked(at: path) else { return nil }
+                return lock
+            }
+            guard System.monotonicNanoseconds() < deadline else { return nil }
+            System.pause(microseconds: 1000)
         }
-        guard try directory.lock(nonBlocking: !waiting) else { return nil }
-        let lock = DirectoryLock(directory: directory)
-        guard try lock.isLinked(at: path) else { return nil }
-        return lock
     }
 
     /// Removes every entry of the locked directory (a subdirectory as a whole tree), through the lock's descriptor.
