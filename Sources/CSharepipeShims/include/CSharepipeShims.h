@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/random.h>
 
 /// copy_file_range(2) between the current offsets of two descriptors.
 ssize_t sharepipe_copy_file_range(int fd_in, int fd_out, size_t length);

@@ -129,12 +129,13 @@ public struct Daemon: Sendable {
     private func runOnce(_ context: Context) async throws -> Int32 {
         let ignore = IgnoreRules(globs: configuration.ignore)
         let names = try System.listDirectory(configuration.inbox, repairingNames: true).filter { !ignore.ignores($0) }.sorted()
+        let concurrency = configuration.effectiveIngestConcurrency
         let all = await withTaskGroup(of: InboxIngester.Outcome.self) { group in
             var outcomes: [InboxIngester.Outcome] = []
             var running = 0
             for (index, name) in names.enumerated() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
-                if running >= configuration.effectiveIngestConcurrency, let outcome = await group.next() {
+                if running >= concurrency, let outcome = await group.next() {
                     outcomes.append(outcome)
                     running -= 1
                 }
@@ -241,11 +242,12 @@ public struct Daemon: Sendable {
 
     /// Ingests candidates as the watcher reports them, a few at a time.
     private func ingestLoop(_ candidates: AsyncThrowingStream<InboxCandidate, Error>, _ context: Context) async throws {
+        let concurrency = configuration.effectiveIngestConcurrency
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
             var started = 0
             for try await candidate in candidates {
-                if running >= configuration.effectiveIngestConcurrency {
+                if running >= concurrency {
                     try await group.next()
                     running -= 1
                 }

@@ -146,6 +146,9 @@ struct CopyEngine: Sendable {
         // Buffers sized to the file as stat saw it (only a hint: the byte count is what the copy finds), so a 4 KiB
         // share does not map and unmap megabytes.
         let bufferSize = Int(min(max(sizeHint + 1, 4096), Int64(Self.bufferSize)))
+        if sizeHint < Int64(Self.bufferSize) {
+            return try streamSmall(from: input, to: output, bufferSize: bufferSize, inFlight: inFlight)
+        }
         let hasher = RangeHasher(descriptor: output.rawValue, bufferSize: bufferSize)
         // Whatever happens, the hashing thread is done with the descriptor before its owner closes it.
         defer { hasher.waitUntilIdle() }
@@ -190,6 +193,33 @@ struct CopyEngine: Sendable {
         if total > handedOver { try hasher.hash(from: handedOver, count: Int(total - handedOver)) }
         let digest = try hasher.finalize()
         return Result(bytes: total, sha256: digest, head: try Self.head(of: output, bytes: total))
+    }
+
+    /// A small file (most shares): read into one buffer, written, and hashed and kept for the sniffer from that
+    /// buffer on the calling thread — no hashing thread, no reading the copy back. It still reads to the end of the
+    /// file, whatever its size has become.
+    private func streamSmall(
+        from input: borrowing FileDescriptor, to output: borrowing FileDescriptor, bufferSize: Int, inFlight: Int
+    ) throws -> Result {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        let hasher = SHA256()
+        var head: [UInt8] = []
+        var total: Int64 = 0
+        while true {
+            let room = max(Int64(0), maxFileSize - total) + 1
+            let count = try input.read(into: .init(rebasing: buffer[..<Int(min(Int64(bufferSize), room))]))
+            if count == 0 { break }
+            try account(count, total: total)
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            try output.writeAll(chunk)
+            hasher.update(chunk)
+            if head.count < Sniffer.sniffLength { head += chunk.prefix(Sniffer.sniffLength - head.count) }
+            total += Int64(count)
+            CopiesInFlight.shared.update(inFlight, done: total)
+            progress?(total)
+        }
+        return Result(bytes: total, sha256: hasher.finalize(), head: head)
     }
 
     /// The first bytes of the copy, for the sniffer.

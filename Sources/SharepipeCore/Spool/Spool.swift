@@ -19,6 +19,8 @@ public final class Spool: Sendable {
     /// The last count of pending shares and bytes, and when it was taken (monotonic ns): back-pressure reads it
     /// instead of counting the ledger for every share.
     let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
+    /// The last free-space reading (`checkCapacity`).
+    let freeGauge = Mutex<(takenAt: UInt64, free: Int64)?>(nil)
     /// Performs every transition of the lifecycle; publishes and completions in batches.
     let executor: LifecycleExecutor
     /// What the state directory's file system honours, probed when the spool opens.
