@@ -30,7 +30,7 @@ let package = Package(
             dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe"]
         ),
         // --- end issue 20 ---
-        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeTesting"]),
+        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
         .executableTarget(name: "LatencyBenchmark", path: "Benchmarks/LatencyBenchmark"),

@@ -30,7 +30,7 @@ public struct ShareError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A human-readable explanation; never contains file content, and file names only where the caller allows them.
     public var message: String
     /// The errno of the failing system call, when there was one.
-    public var errno: Int32?
+    package var errno: Int32?
 
     /// Creates an error with a code and a message.
     public init(_ code: Code, _ message: String, errno: Int32? = nil) {

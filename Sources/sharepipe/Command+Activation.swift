@@ -1,6 +1,5 @@
 import Foundation
 import SharepipeCore
-import SharepipeTesting
 
 /// `sharepipe activation …`: a share extension's `NSExtensionActivationRule`, from the command line.
 struct ActivationCommand: CommandGroup {

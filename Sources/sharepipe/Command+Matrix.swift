@@ -1,6 +1,5 @@
 import Foundation
 import SharepipeCore
-import SharepipeTesting
 
 /// `sharepipe matrix`: runs scenario files against their expected receipts, for CI.
 struct MatrixCommand: Command {

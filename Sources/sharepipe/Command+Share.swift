@@ -1,6 +1,5 @@
 import Foundation
 import SharepipeCore
-import SharepipeTesting
 import Synchronization
 
 /// `sharepipe share`: simulates one multi-attachment share, loads it into the spool and prints the receipt.

@@ -2,13 +2,13 @@
 ///
 /// For a predicate, `position` is the 0-based character offset into the predicate text and `expected` names what
 /// would have been valid there. For anything else (a dictionary key, a rule file) `position` is -1.
-public struct ActivationRuleError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ActivationRuleError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The whole explanation, position included, such as `position 42: expected ")", found end of predicate`.
-    public var message: String
+    package var message: String
     /// The 0-based character offset in the predicate text, or -1 when the error is not in a predicate's text.
-    public var position: Int
+    package var position: Int
     /// What would have been valid at `position`, such as `")"`; for other errors, what the value must be.
-    public var expected: String
+    package var expected: String
 
     /// Creates an error; `message` is used as it is.
     init(_ message: String, position: Int = -1, expected: String = "") {
@@ -18,7 +18,7 @@ public struct ActivationRuleError: Error, Sendable, Equatable, CustomStringConve
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 
     /// A syntax error: `position P: expected E, found F`.
     static func syntax(at position: Int, expected: String, found: String?) -> ActivationRuleError {

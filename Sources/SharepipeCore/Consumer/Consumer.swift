@@ -11,11 +11,11 @@ import Synchronization
 /// itself (not of a processor) stop every worker and are thrown once they are done.
 public struct Consumer: Sendable {
     /// The spool consumed.
-    public let spool: Spool
+    package let spool: Spool
     /// Where each claimed share goes.
-    public let processor: any Processor
+    package let processor: any Processor
     /// Workers, retries, polling, shutdown and retention.
-    public let configuration: ConsumerConfiguration
+    package let configuration: ConsumerConfiguration
     private let doorbell: Doorbell
     /// `processing` as an absolute path, for the paths handed to processors.
     private let processingDirectory: String
@@ -48,7 +48,7 @@ public struct Consumer: Sendable {
 
     /// Purges quarantined shares past their TTL and prunes old ledger events (hourly in `run()`, once per `drain()`).
     @discardableResult
-    public func applyRetention() throws -> RetentionReport {
+    package func applyRetention() throws -> RetentionReport {
         try spool.applyRetention(
             quarantineTTL: configuration.quarantineTTL, eventRetention: configuration.eventRetention)
     }

@@ -7,15 +7,15 @@ public struct ConsumerConfiguration: Sendable {
     /// Wait before the second attempt, doubling for each further one (`--retry-delay`).
     public var retryDelay: Duration = .milliseconds(1000)
     /// How often an idle consumer looks at `incoming` when nobody wakes it.
-    public var pollInterval: Duration = .milliseconds(200)
+    package var pollInterval: Duration = .milliseconds(200)
     /// How long in-flight work may run on after shutdown begins before it is cancelled and released.
     public var shutdownDeadline: Duration = .seconds(10)
     /// Quarantined shares are purged after this long.
-    public var quarantineTTL: Duration = .seconds(7 * 86_400)
+    package var quarantineTTL: Duration = .seconds(7 * 86_400)
     /// Ledger events are pruned after this long.
-    public var eventRetention: Duration = .seconds(30 * 86_400)
+    package var eventRetention: Duration = .seconds(30 * 86_400)
     /// Where processed, retried and quarantined shares are logged, if anywhere.
-    public var logger: Logger?
+    package var logger: Logger?
     /// The time that backoff, not-before checks, polling, shutdown and retention are measured in.
     var clock: any SharepipeClock = SystemClock()
 
@@ -35,5 +35,5 @@ public struct ConsumeSummary: Sendable, Equatable {
     public var released = 0
 
     /// An empty summary.
-    public init() {}
+    package init() {}
 }

@@ -10,17 +10,17 @@ import Glibc
 /// that needs more sets it itself. It runs in its own process group with default signal dispositions and stdin
 /// from /dev/null; its stdout and stderr go to the daemon's stderr and are never parsed. After `timeout`, or when
 /// the task is cancelled, the whole group gets SIGTERM and, `killGrace` later, SIGKILL.
-public struct ExecProcessor: Processor {
+package struct ExecProcessor: Processor {
     /// The shell command (`--exec`).
-    public let command: String
+    package let command: String
     /// The longest one run may take (`--exec-timeout`).
-    public let timeout: Duration
+    package let timeout: Duration
     /// Between SIGTERM and SIGKILL.
-    public let killGrace: Duration
+    package let killGrace: Duration
     private let path: String
 
     /// A processor running `command` per attachment.
-    public init(
+    package init(
         command: String, timeout: Duration = .seconds(300), killGrace: Duration = .seconds(2),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
@@ -31,7 +31,7 @@ public struct ExecProcessor: Processor {
     }
 
     /// Runs the command for each copy in turn; the first failure fails the share.
-    public func process(_ share: ClaimedShare) async throws {
+    package func process(_ share: ClaimedShare) async throws {
         for attachment in share.attachments {
             var environment = [
                 "SHAREPIPE_SHARE_ID": share.shareId, "SHAREPIPE_FILE": attachment.path,

@@ -30,7 +30,7 @@ public struct ClaimedShare: Sendable {
         /// Size in bytes.
         public var bytes: Int64
         /// The copy this one duplicates (`--duplicates flag`); nil otherwise.
-        public var duplicateOf: DuplicateOrigin?
+        package var duplicateOf: DuplicateOrigin?
     }
 
     /// The share's UUID, the same on every attempt.
@@ -38,14 +38,14 @@ public struct ClaimedShare: Sendable {
     /// This attempt's number, from 1.
     public var attempt: Int
     /// The share's `manifest.json`.
-    public var manifest: Manifest
+    package var manifest: Manifest
     /// The copied attachments, in attachment order.
     public var attachments: [Attachment]
 
     /// Builds the view of a claimed share from its manifest; `directory` is the absolute path of `processing/S` (or,
     /// to test a processor, of any directory holding a published share). A manifest naming a file outside the
     /// directory is ERR_IO.
-    public init(manifest: Manifest, directory: String, attempt: Int) throws {
+    package init(manifest: Manifest, directory: String, attempt: Int) throws {
         shareId = manifest.shareId
         self.attempt = attempt
         self.manifest = manifest

@@ -6,9 +6,9 @@
 /// segments, and every field value is made a single safe path segment (no `/`, no control characters, no leading
 /// dot). A segment that comes out empty (`{folder}` of a single dropped file) is left out; the last segment must
 /// contain `{name}`, so each copy keeps a name of its own, made unique with ` (1)`, ` (2)` … when taken.
-public struct StorePath: Sendable, Equatable, CustomStringConvertible {
+package struct StorePath: Sendable, Equatable, CustomStringConvertible {
     /// A field of the template.
-    public enum Field: String, Sendable, CaseIterable {
+    package enum Field: String, Sendable, CaseIterable {
         /// The type group: image, video, audio, pdf, text, archive or other.
         case group
         /// The share id (a UUID).
@@ -22,9 +22,9 @@ public struct StorePath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A refused template; the message says what is wrong with it.
-    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
-        public var message: String
-        public var description: String { message }
+    package struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
     }
 
     enum Piece: Sendable, Equatable {
@@ -33,11 +33,11 @@ public struct StorePath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The template as written.
-    public let template: String
+    package let template: String
     let segments: [[Piece]]
 
     /// Today's layout: `OUTPUT/<group>/<name>`.
-    public static let `default` = StorePath(checked: "{group}/{name}", segments: [[.field(.group)], [.field(.name)]])
+    package static let `default` = StorePath(checked: "{group}/{name}", segments: [[.field(.group)], [.field(.name)]])
 
     private init(checked template: String, segments: [[Piece]]) {
         self.template = template
@@ -46,7 +46,7 @@ public struct StorePath: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses and checks a template; throws `Invalid` for one that could escape the output directory or is
     /// malformed.
-    public init(_ template: String) throws {
+    package init(_ template: String) throws {
         let fields = Field.allCases.map { "{\($0.rawValue)}" }.joined(separator: " ")
         guard !template.isEmpty else { throw Invalid(message: "expected a path template such as {group}/{name}") }
         guard !template.hasPrefix("/") else {
@@ -91,7 +91,7 @@ public struct StorePath: Sendable, Equatable, CustomStringConvertible {
         self.init(checked: template, segments: segments)
     }
 
-    public var description: String { template }
+    package var description: String { template }
 
     /// The path components for one copy: directories first, the file name last. Every value is one safe segment;
     /// a directory segment that comes out empty is left out, and one that would read `.` or `..` becomes `_`.

@@ -18,13 +18,13 @@ import Glibc
 /// name exists and only finishes the clean-up, one with a single link starts the copy again. Likewise a copy still
 /// in `processing/S` with two links was linked to its final name by an attempt that died before unlinking it.
 /// Temporaries a crash left behind are removed at the next start (`removeLeftTemporaries`).
-public struct StoreProcessor: Processor {
+package struct StoreProcessor: Processor {
     /// The output directory (`--output`).
-    public let output: String
+    package let output: String
     /// Where each copy goes under `output` (`--store-path`).
-    public let path: StorePath
+    package let path: StorePath
     /// Types and conformance, to choose the group.
-    public let registry: TypeRegistry
+    package let registry: TypeRegistry
 
     /// The groups, in the order their types are tried.
     static let groups: [(name: String, type: String)] = [
@@ -33,14 +33,14 @@ public struct StoreProcessor: Processor {
     ]
 
     /// A processor storing into `output`, created when missing, at the places `path` gives.
-    public init(output: String, path: StorePath = .default, registry: TypeRegistry = .standard) {
+    package init(output: String, path: StorePath = .default, registry: TypeRegistry = .standard) {
         self.output = output
         self.path = path
         self.registry = registry
     }
 
     /// Stores every copy of the share; the directories they went to are fsynced before it returns.
-    public func process(_ share: ClaimedShare) async throws {
+    package func process(_ share: ClaimedShare) async throws {
         try System.makeDirectories(output, mode: 0o755)
         let root = try FileDescriptor.open(output, flags: O_RDONLY | O_DIRECTORY)
         let capabilities = try FileSystemCapabilities.probeOnce(output)
@@ -173,7 +173,7 @@ public struct StoreProcessor: Processor {
     /// after the final link), so the retry copies it again. A temporary with two links is left alone: it tells the
     /// retry that the final name exists (without it the retry would store the file a second time), and the retry
     /// removes it.
-    public func removeLeftTemporaries() -> Int {
+    package func removeLeftTemporaries() -> Int {
         var removed = 0
         var level = [output]
         for _ in 0..<max(1, path.segments.count) {

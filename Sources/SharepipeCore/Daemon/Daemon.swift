@@ -4,11 +4,11 @@ import Synchronization
 /// `sharepipe daemon`: recovery, then the watcher, the ingester and the consumer as long-running parts in one task
 /// group, under the systemd notify protocol. SIGTERM/SIGINT stop it (work in flight finishes or rolls back, exit
 /// 0); SIGHUP reloads limits, accept list and processor.
-public struct Daemon: Sendable {
+package struct Daemon: Sendable {
     /// Builds a fresh configuration on SIGHUP (re-reading the config file); nil disables reloading.
-    public typealias Reload = @Sendable () throws -> DaemonConfiguration
+    package typealias Reload = @Sendable () throws -> DaemonConfiguration
     /// Decides whether a share with these declared types (one list per attachment) activates the extension.
-    public typealias Activation = @Sendable ([[String]]) -> (activated: Bool, reason: String)
+    package typealias Activation = @Sendable ([[String]]) -> (activated: Bool, reason: String)
 
     let configuration: DaemonConfiguration
     let registry: TypeRegistry
@@ -17,12 +17,12 @@ public struct Daemon: Sendable {
     let activation: Activation?
     let reload: Reload?
     /// issue 19: the body of `GET /v1/shares/ID` (the `show --json` report) and the share's sourceApp.
-    public typealias ShareTimeline = @Sendable (_ spool: Spool, _ shareID: String) throws
+    package typealias ShareTimeline = @Sendable (_ spool: Spool, _ shareID: String) throws
         -> (json: [UInt8], sourceApp: String?)
     let timeline: ShareTimeline?
 
     /// A daemon; nothing runs until `run()`.
-    public init(
+    package init(
         configuration: DaemonConfiguration, registry: TypeRegistry = .standard, logger: Logger = Logger(),
         environment: [String: String] = [:], activation: Activation? = nil, reload: Reload? = nil,
         timeline: ShareTimeline? = nil
@@ -41,7 +41,7 @@ public struct Daemon: Sendable {
     let environment: [String: String]
 
     /// The processor a configuration names.
-    public static func makeProcessor(_ choice: DaemonConfiguration.ProcessorChoice, registry: TypeRegistry)
+    package static func makeProcessor(_ choice: DaemonConfiguration.ProcessorChoice, registry: TypeRegistry)
         -> any Processor
     {
         switch choice {
@@ -52,7 +52,7 @@ public struct Daemon: Sendable {
     }
 
     /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
-    public func run() async throws -> Int32 {
+    package func run() async throws -> Int32 {
         System.raiseDescriptorLimit()
         let spool = try Spool(root: configuration.state, ledger: configuration.ledger, logger: logger)
         let report = try spool.recover()

@@ -1,9 +1,9 @@
 import Foundation
 
 /// Everything `sharepipe daemon` is told by its flags and config file.
-public struct DaemonConfiguration: Sendable {
+package struct DaemonConfiguration: Sendable {
     /// What happens to a claimed share.
-    public enum ProcessorChoice: Sendable, Equatable {
+    package enum ProcessorChoice: Sendable, Equatable {
         /// Move copies into `output`, at the places `path` gives (by default `output/<group>/`).
         case store(output: String, path: StorePath = .default)
         /// Run a shell command per copy.
@@ -13,36 +13,36 @@ public struct DaemonConfiguration: Sendable {
     }
 
     /// The watched inbox.
-    public var inbox = "inbox"
+    package var inbox = "inbox"
     /// The state directory.
-    public var state = Spool.defaultRoot()
+    package var state = Spool.defaultRoot()
     /// Where the ledger lives.
-    public var ledger = LedgerLocation.sqlite
+    package var ledger = LedgerLocation.sqlite
     /// The processor.
-    public var processor = ProcessorChoice.store(output: "processed")
+    package var processor = ProcessorChoice.store(output: "processed")
     /// Loader limits, accept list and policy.
-    public var loader = LoaderConfiguration()
+    package var loader = LoaderConfiguration()
     /// Workers, retries, backoff. The ingester wakes the consumer as it publishes, so it only looks at `incoming`
     /// by itself every 5 s (for shares published by other processes, such as `sharepipe share`).
-    public var consumer: ConsumerConfiguration = {
+    package var consumer: ConsumerConfiguration = {
         var consumer = ConsumerConfiguration()
         consumer.pollInterval = .seconds(5)
         return consumer
     }()
     /// Quiet window before an inbox entry is judged complete.
-    public var settle: Duration = .milliseconds(250)
+    package var settle: Duration = .milliseconds(250)
     /// Poll interval for file systems without inotify; nil uses inotify.
-    public var poll: Duration?
+    package var poll: Duration?
     /// Safety rescan interval with inotify.
-    public var rescanInterval: Duration = .seconds(60)
+    package var rescanInterval: Duration = .seconds(60)
     /// Inbox names left alone (shell globs).
-    public var ignore: [String] = IgnoreRules.defaultGlobs
+    package var ignore: [String] = IgnoreRules.defaultGlobs
     /// Prometheus textfile, replaced every 10 s and on exit.
-    public var metricsFile: String?
+    package var metricsFile: String?
     /// Ingest and consume what is present, then exit.
-    public var oneshot = false
+    package var oneshot = false
     /// Shares ingested at the same time.
-    public var ingestConcurrency = 64
+    package var ingestConcurrency = 64
 
     /// `ingestConcurrency`, bounded by the descriptor limit: each share in flight holds its inbox directory, its
     /// source, its staging lock and a copy open, and claims waiting for their removal hold theirs.
@@ -50,14 +50,14 @@ public struct DaemonConfiguration: Sendable {
         min(ingestConcurrency, max(4, (System.descriptorLimit() - 96) / 8))
     }
     /// How long to wait before trying again an entry that could not be ingested now (spool full, I/O).
-    public var deferRetry: Duration = .seconds(5)
+    package var deferRetry: Duration = .seconds(5)
     /// How long SIGTERM waits for work in flight.
-    public var shutdownDeadline: Duration = .seconds(10)
+    package var shutdownDeadline: Duration = .seconds(10)
     /// issue 19: HTTP ingest (`--listen`, `--tokens`, TLS, connection limits); no listeners by default.
-    public var http = HTTPConfiguration()
+    package var http = HTTPConfiguration()
 
     /// The defaults documented in the README.
-    public init() {}
+    package init() {}
 }
 
 extension DaemonConfiguration {

@@ -18,19 +18,19 @@ public struct Logger: Sendable {
     }
 
     /// A field value.
-    public enum Value: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    package enum Value: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
         case string(String)
         case int(Int64)
         case double(Double)
 
-        public init(stringLiteral value: String) { self = .string(value) }
-        public init(integerLiteral value: Int64) { self = .int(value) }
+        package init(stringLiteral value: String) { self = .string(value) }
+        package init(integerLiteral value: Int64) { self = .int(value) }
     }
 
     let format: Format
     let level: Level
     /// Whether file names may be logged.
-    public let logsNames: Bool
+    package let logsNames: Bool
     private let sink: @Sendable (String) -> Void
 
     /// A logger writing to stderr, or to `sink` (tests).
@@ -45,12 +45,12 @@ public struct Logger: Sendable {
     }
 
     /// A file name, or a placeholder unless names may be logged.
-    public func name(_ name: String) -> Value {
+    package func name(_ name: String) -> Value {
         logsNames ? .string(name) : .string("<redacted>")
     }
 
     /// Logs one event with its fields, in order.
-    public func log(_ level: Level, _ event: String, _ fields: [(String, Value)] = []) {
+    package func log(_ level: Level, _ event: String, _ fields: [(String, Value)] = []) {
         guard level >= self.level else { return }
         let time = Date().rfc3339
         switch format {
@@ -65,10 +65,10 @@ public struct Logger: Sendable {
         }
     }
 
-    public func debug(_ event: String, _ fields: [(String, Value)] = []) { log(.debug, event, fields) }
-    public func info(_ event: String, _ fields: [(String, Value)] = []) { log(.info, event, fields) }
-    public func warning(_ event: String, _ fields: [(String, Value)] = []) { log(.warning, event, fields) }
-    public func error(_ event: String, _ fields: [(String, Value)] = []) { log(.error, event, fields) }
+    package func debug(_ event: String, _ fields: [(String, Value)] = []) { log(.debug, event, fields) }
+    package func info(_ event: String, _ fields: [(String, Value)] = []) { log(.info, event, fields) }
+    package func warning(_ event: String, _ fields: [(String, Value)] = []) { log(.warning, event, fields) }
+    package func error(_ event: String, _ fields: [(String, Value)] = []) { log(.error, event, fields) }
 
     private static func logfmt(_ value: Value) -> String {
         switch value {

@@ -4,7 +4,7 @@ extension Diagnostics {
     /// `doctor`'s checks of HTTP ingest (issue 19): the listeners (one beyond loopback needs tokens; a unix
     /// socket's directory must take the socket), the tokens file (its mode, its lines) and the TLS certificate
     /// (parses, matches its key, not expired; a warning within 30 days of its end).
-    public static func http(
+    package static func http(
         listen: [ListenAddress], tokensPath: String?, certificatePath: String?, keyPath: String?,
         now: Date = Date()
     ) -> [DiagnosticCheck] {

@@ -1,7 +1,7 @@
 extension Diagnostics {
     /// Checks of a PostgreSQL ledger: the connection, the schema version, and the clock skew between this host and
     /// the server. Nothing is created or migrated. None for the embedded ledger, which the state checks cover.
-    public static func ledger(_ location: LedgerLocation) -> [DiagnosticCheck] {
+    package static func ledger(_ location: LedgerLocation) -> [DiagnosticCheck] {
         guard case .postgresql(let url, let lease) = location else { return [] }
         let connection: PostgresDriver
         do {

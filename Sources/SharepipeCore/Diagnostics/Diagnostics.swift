@@ -1,9 +1,9 @@
 import Glibc
 
 /// The outcome of one `sharepipe doctor` check.
-public struct DiagnosticCheck: Sendable, Equatable {
+package struct DiagnosticCheck: Sendable, Equatable {
     /// How a check came out.
-    public enum Status: String, Sendable, Equatable {
+    package enum Status: String, Sendable, Equatable {
         /// Nothing to do.
         case ok
         /// Works now, but worth a look; does not fail `doctor`.
@@ -14,19 +14,19 @@ public struct DiagnosticCheck: Sendable, Equatable {
 
     /// A short stable name: `libmagic`, `state-directory`, `same-filesystem`, `inbox`, `inotify`, `free-space`,
     /// `spool-limits`, `filesystem-state`, `filesystem-inbox`, `filesystem-output` ….
-    public var name: String
+    package var name: String
     /// How it came out.
-    public var status: Status
+    package var status: Status
     /// What was found, in one line.
-    public var detail: String
+    package var detail: String
     /// What to do about a warning or a failure; nil when the check passed.
-    public var hint: String?
+    package var hint: String?
 
     /// Whether the check passed (a warning passes).
-    public var ok: Bool { status != .failure }
+    package var ok: Bool { status != .failure }
 
     /// A check result.
-    public init(name: String, status: Status, detail: String, hint: String? = nil) {
+    package init(name: String, status: Status, detail: String, hint: String? = nil) {
         self.name = name
         self.status = status
         self.detail = detail
@@ -36,10 +36,10 @@ public struct DiagnosticCheck: Sendable, Equatable {
 
 /// Self-diagnosis of the host for `sharepipe doctor`. Every check only looks: nothing is created or changed, except
 /// for an empty probe file created and removed at once to prove a directory is writable.
-public enum Diagnostics {
+package enum Diagnostics {
     /// Every host check, in the order `doctor` prints them; `limits` are the loader's, as the daemon would run;
     /// `output` is the store processor's output directory, when it stores.
-    public static func run(state: String, inbox: String, output: String? = nil, limits: LoaderConfiguration = .init())
+    package static func run(state: String, inbox: String, output: String? = nil, limits: LoaderConfiguration = .init())
         -> [DiagnosticCheck]
     {
         let (sum, overflow) = limits.minFreeBytes.addingReportingOverflow(limits.maxFileSize)

@@ -1,35 +1,35 @@
 /// What `daemon --listen` is told: where to listen, who may upload, TLS and the limits of the connections.
-public struct HTTPConfiguration: Sendable {
+package struct HTTPConfiguration: Sendable {
     /// `--listen ADDR`, repeatable: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:8443`, `unix:/run/sharepipe/http.sock`.
-    public var listen: [ListenAddress] = []
+    package var listen: [ListenAddress] = []
     /// Use the sockets systemd passes (`LISTEN_FDS`), in addition to `listen`.
-    public var socketActivation = false
+    package var socketActivation = false
     /// `--tokens FILE`, loaded; nil: no authentication (only local listeners are allowed then).
-    public var tokens: HTTPTokens?
+    package var tokens: HTTPTokens?
     /// `--tls-cert` and `--tls-key`, PEM text.
-    public var tls: (certificate: String, key: String)?
+    package var tls: (certificate: String, key: String)?
     /// `--max-connections`: connections served at once, over all listeners.
-    public var maxConnections = 64
+    package var maxConnections = 64
     /// `--connection-timeout`: a connection idle (nothing received, nothing sendable) this long is closed.
-    public var connectionTimeout: Duration = .seconds(60)
+    package var connectionTimeout: Duration = .seconds(60)
     /// `--upload-expiry`: a tus upload not finished this long after its creation is removed.
-    public var uploadExpiry: Duration = .seconds(24 * 3600)
+    package var uploadExpiry: Duration = .seconds(24 * 3600)
     /// Threads of the HTTP server per listener (libmicrohttpd's pool); uploads never wait for one another on them.
-    public var threads = 2
+    package var threads = 2
 
     /// No listeners.
-    public init() {}
+    package init() {}
 }
 
 /// One `--listen` value.
-public enum ListenAddress: Sendable, Equatable, CustomStringConvertible {
+package enum ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// A TCP address: a numeric IPv4 or IPv6 address or a host name, and a port (0: any free port).
     case tcp(host: String, port: UInt16)
     /// A Unix domain socket.
     case unix(path: String)
 
     /// Parses `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst(5))
             guard path.hasPrefix("/") || path.hasPrefix(".") || !path.isEmpty else {
@@ -59,14 +59,14 @@ public enum ListenAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether only this host can reach the address, judged from the text alone: loopback literals, `localhost`,
     /// unix sockets. The bound address is checked again at start.
-    public var isLocal: Bool {
+    package var isLocal: Bool {
         switch self {
         case .unix: true
         case .tcp(let host, _): host == "localhost" || host == "::1" || host.hasPrefix("127.")
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         case .unix(let path): "unix:" + path

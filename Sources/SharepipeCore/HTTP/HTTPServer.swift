@@ -4,9 +4,9 @@ import Glibc
 import Synchronization
 
 /// A command line that cannot be used: a listener beyond loopback without tokens (exit 2, ERR_USAGE).
-public struct HTTPUsageError: Error, Sendable {
+package struct HTTPUsageError: Error, Sendable {
     /// What is wrong.
-    public var message: String
+    package var message: String
 }
 
 /// `daemon --listen`: shares over HTTP/1.1, served by libmicrohttpd.

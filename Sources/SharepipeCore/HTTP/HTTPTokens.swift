@@ -4,18 +4,18 @@ import Glibc
 /// must not be readable by group or others. A token is compared by the SHA-256 of what the client sent against the
 /// SHA-256 of every token, each comparison over all 32 bytes, so the time taken says nothing about which token or
 /// how much of it matched. Tokens are never logged; their NAME is the share's `sourceApp`.
-public struct HTTPTokens: Sendable {
+package struct HTTPTokens: Sendable {
     private let entries: [(name: String, digest: [UInt8])]
 
     /// The names, in file order (for `doctor` and the start-up log line).
-    public var names: [String] { entries.map(\.name) }
+    package var names: [String] { entries.map(\.name) }
 
     init(entries: [(name: String, token: String)]) {
         self.entries = entries.map { ($0.name, Self.digest($0.token)) }
     }
 
     /// Reads and checks a tokens file; a file that is group- or other-readable, malformed or empty is refused.
-    public static func load(path: String) throws -> HTTPTokens {
+    package static func load(path: String) throws -> HTTPTokens {
         let status = try System.lstat(path)
         guard status.kind == .regular else {
             throw ShareError(.io, "the tokens file is not a regular file", errno: EINVAL)

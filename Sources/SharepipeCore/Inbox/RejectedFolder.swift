@@ -2,35 +2,35 @@ import Foundation
 
 /// `INBOX/.rejected/`: the entries the daemon could not ingest, each beside its `<name>.reason.json`. Listed by
 /// `sharepipe ls --rejected` and emptied by `sharepipe purge --rejected`; the daemon itself never reads it.
-public struct RejectedFolder: Sendable {
+package struct RejectedFolder: Sendable {
     /// One rejected inbox entry.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The entry's name in `.rejected/` (the dropped name, with ` (1)` … when names collided).
-        public var name: String
+        package var name: String
         /// Whether the dropped entry was a folder.
-        public var isFolder: Bool
+        package var isFolder: Bool
         /// Bytes: the file's size, or the sum of the regular files under a folder.
-        public var bytes: Int64
+        package var bytes: Int64
         /// The code and message of its reason file; nil when the reason file is missing or unreadable.
-        public var code: String?
-        public var message: String?
+        package var code: String?
+        package var message: String?
         /// When it was rejected: when its reason file was written, else the entry's own modification time.
-        public var rejectedAt: Date
+        package var rejectedAt: Date
 
         /// `rejectedAt` in RFC 3339, UTC, with milliseconds.
-        public var rejectedAtText: String { rejectedAt.rfc3339 }
+        package var rejectedAtText: String { rejectedAt.rfc3339 }
     }
 
     /// The `.rejected` directory.
-    public let path: String
+    package let path: String
 
     /// The rejection folder of an inbox; it may not exist (nothing was rejected yet).
-    public init(inbox: String) {
+    package init(inbox: String) {
         path = inbox + "/" + InboxIngester.rejectedDirectory
     }
 
     /// The rejected entries, oldest first; none when the folder does not exist.
-    public func entries() throws -> [Entry] {
+    package func entries() throws -> [Entry] {
         guard try System.lstatIfPresent(path) != nil else { return [] }
         let names = try System.listDirectory(path, repairingNames: true)
         let reasons = Set(names.filter { $0.hasSuffix(Self.reasonSuffix) })
@@ -63,7 +63,7 @@ public struct RejectedFolder: Sendable {
 
     /// Deletes rejected entries and their reason files, all of them or those rejected at least `age` ago; returns
     /// the names deleted.
-    public func purge(olderThan age: Duration? = nil, now: Date = Date()) throws -> [String] {
+    package func purge(olderThan age: Duration? = nil, now: Date = Date()) throws -> [String] {
         let cutoff = age.map { age in
             now.addingTimeInterval(-(Double(age.components.seconds) + Double(age.components.attoseconds) * 1e-18))
         }

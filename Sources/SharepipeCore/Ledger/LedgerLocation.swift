@@ -7,10 +7,10 @@ public enum LedgerLocation: Sendable, Equatable {
     case postgresql(url: String, lease: Duration)
 
     /// How long a claim's lease lasts unless said otherwise.
-    public static let defaultLease: Duration = .seconds(30)
+    package static let defaultLease: Duration = .seconds(30)
 
     /// `sqlite`, or a `postgresql://` (or `postgres://`) URL; nil for anything else.
-    public init?(_ text: String, lease: Duration = defaultLease) {
+    package init?(_ text: String, lease: Duration = defaultLease) {
         if text == "sqlite" {
             self = .sqlite
         } else if text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") {

@@ -1,57 +1,57 @@
 import Foundation
 
 /// What `sharepipe status` shows: counts per stage, pending bytes, recent failures by code, oldest pending age.
-public struct SpoolStatus: Sendable, Equatable {
+package struct SpoolStatus: Sendable, Equatable {
     /// Shares being written.
-    public var staging = 0
+    package var staging = 0
     /// Shares published and waiting for a consumer.
-    public var incoming = 0
+    package var incoming = 0
     /// Shares claimed by a consumer.
-    public var processing = 0
+    package var processing = 0
     /// Shares that failed for good.
-    public var quarantine = 0
+    package var quarantine = 0
     /// Shares processed and removed (within the event retention).
-    public var processed = 0
+    package var processed = 0
     /// Shares rejected before publishing (within the event retention).
-    public var rejected = 0
+    package var rejected = 0
     /// Bytes of the shares published and not yet processed.
-    public var pendingBytes: Int64 = 0
+    package var pendingBytes: Int64 = 0
     /// When the oldest share still waiting was created.
-    public var oldestPendingCreatedAt: Date?
+    package var oldestPendingCreatedAt: Date?
     /// Failures in the last 24 hours (attachments refused by the loader, attempts failed in a processor), by code.
-    public var recentFailures: [ShareError.Code: Int] = [:]
+    package var recentFailures: [ShareError.Code: Int] = [:]
 }
 
 /// One share in `sharepipe ls`.
-public struct ShareListing: Sendable, Equatable {
+package struct ShareListing: Sendable, Equatable {
     /// The share's UUID.
-    public var shareId: String
+    package var shareId: String
     /// Where it is.
-    public var stage: Spool.Stage
+    package var stage: Spool.Stage
     /// Copied attachments.
-    public var attachments: Int
+    package var attachments: Int
     /// Bytes copied.
-    public var bytes: Int64
+    package var bytes: Int64
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// Processor attempts made.
-    public var attempts: Int
+    package var attempts: Int
     /// The last failure's code, if any.
-    public var lastCode: ShareError.Code?
+    package var lastCode: ShareError.Code?
     /// When a share waiting for a retry may be claimed again.
-    public var notBefore: Date?
+    package var notBefore: Date?
     /// Who holds the claim on a share in processing (host:pid:boot-id).
-    public var claimedBy: String? = nil
+    package var claimedBy: String? = nil
 }
 
 extension Spool {
     /// Counts per stage and recent failures, from the ledger.
-    public func status(now: Date = Date()) throws -> SpoolStatus {
+    package func status(now: Date = Date()) throws -> SpoolStatus {
         try ledger.status(now: Int64(now.timeIntervalSince1970 * 1000))
     }
 
     /// Every share that is not finished (staging, incoming, processing, quarantine), oldest first.
-    public func listShares() throws -> [ShareListing] {
+    package func listShares() throws -> [ShareListing] {
         try ledger.listShares()
     }
 }

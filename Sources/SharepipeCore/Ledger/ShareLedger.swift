@@ -27,20 +27,20 @@ enum LedgerEvent: String, Sendable, CaseIterable {
 
 /// The identity of an inbox source file, recorded with its share so a crash between publishing the share and
 /// deleting the source cannot ingest the same file twice.
-public struct SourceIdentity: Sendable, Equatable, Hashable {
+package struct SourceIdentity: Sendable, Equatable, Hashable {
     /// Device number.
-    public var device: UInt64
+    package var device: UInt64
     /// Inode number.
-    public var inode: UInt64
+    package var inode: UInt64
     /// Size in bytes.
-    public var size: Int64
+    package var size: Int64
     /// Modification time, nanoseconds since the epoch.
-    public var modificationTime: Int64
+    package var modificationTime: Int64
     /// SHA-256 of the content, lowercase hex; the loader fills it in from the copy.
-    public internal(set) var sha256: String
+    package internal(set) var sha256: String
 
     /// Creates an identity.
-    public init(device: UInt64, inode: UInt64, size: Int64, modificationTime: Int64, sha256: String = "") {
+    package init(device: UInt64, inode: UInt64, size: Int64, modificationTime: Int64, sha256: String = "") {
         self.device = device
         self.inode = inode
         self.size = size

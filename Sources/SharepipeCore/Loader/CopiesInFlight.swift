@@ -61,21 +61,21 @@ final class CopiesInFlight: Sendable {
 }
 
 /// A copy being written into `staging` by a live loader (this process or another: a daemon, a `share`).
-public struct CopyInFlight: Sendable, Equatable {
+package struct CopyInFlight: Sendable, Equatable {
     /// The share the copy belongs to.
-    public var shareId: String
+    package var shareId: String
     /// Bytes written so far.
-    public var bytesDone: Int64
+    package var bytesDone: Int64
     /// The size the source had when the copy began. Only copies of at least `CopyEngine.announcedSize` bytes
     /// announce it while they run; for a smaller or finished copy this is the bytes written.
-    public var bytesTotal: Int64
+    package var bytesTotal: Int64
 }
 
 extension Spool {
     /// The copies in `staging` whose loader is still running, read from the disk: a live loader holds the lock on
     /// its staging directory (a crashed one's leftovers are unlocked), each copy's size is the bytes written so
     /// far, and a large copy carries its expected size in an extended attribute until it is complete.
-    public func copiesInFlight() throws -> [CopyInFlight] {
+    package func copiesInFlight() throws -> [CopyInFlight] {
         var copies: [CopyInFlight] = []
         for shareID in try shareIDs(in: .staging) {
             let directory: FileDescriptor

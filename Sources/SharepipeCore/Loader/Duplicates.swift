@@ -1,7 +1,7 @@
 import Foundation
 
 /// What an attachment whose content was already ingested within the duplicate window gets (`--duplicates`).
-public enum DuplicatePolicy: String, Codable, Sendable, CaseIterable {
+package enum DuplicatePolicy: String, Codable, Sendable, CaseIterable {
     /// Ingested as any other attachment.
     case accept
     /// Ingested, and the manifest, the receipt and the exec environment name the original.
@@ -11,16 +11,16 @@ public enum DuplicatePolicy: String, Codable, Sendable, CaseIterable {
 }
 
 /// The copy an attachment's content duplicates: its share, its file id and when its share was created.
-public struct DuplicateOrigin: Codable, Sendable, Equatable {
+package struct DuplicateOrigin: Codable, Sendable, Equatable {
     /// The original's share id.
-    public var shareId: String
+    package var shareId: String
     /// The original's file id.
-    public var fileId: String
+    package var fileId: String
     /// When the original's share was created, RFC 3339 as in its manifest.
-    public var createdAt: String
+    package var createdAt: String
 
     /// Creates an origin.
-    public init(shareId: String, fileId: String, createdAt: String) {
+    package init(shareId: String, fileId: String, createdAt: String) {
         self.shareId = shareId
         self.fileId = fileId
         self.createdAt = createdAt
@@ -67,23 +67,23 @@ struct ContentReservation: Sendable {
 }
 
 /// Duplicates one day saw, for `sharepipe status`.
-public struct DuplicateDay: Sendable, Equatable, Encodable {
+package struct DuplicateDay: Sendable, Equatable, Encodable {
     /// The UTC day, `YYYY-MM-DD`.
-    public var day: String
+    package var day: String
     /// Attachments flagged (ingested naming their original).
-    public var flagged: Int
+    package var flagged: Int
     /// Attachments refused with `ERR_DUPLICATE`.
-    public var rejected: Int
+    package var rejected: Int
 }
 
 /// A duplicate attachment of one share, as the ledger recorded it (`sharepipe show`).
-public struct RecordedDuplicate: Sendable, Equatable {
+package struct RecordedDuplicate: Sendable, Equatable {
     /// The attachment's index.
-    public var index: Int
+    package var index: Int
     /// Its original.
-    public var origin: DuplicateOrigin
+    package var origin: DuplicateOrigin
     /// Whether it was refused (`reject`) rather than flagged.
-    public var rejected: Bool
+    package var rejected: Bool
 }
 
 extension ShareError {
@@ -157,12 +157,12 @@ extension Date {
 
 extension Spool {
     /// The duplicate attachments the ledger recorded for a share (`sharepipe show`).
-    public func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate] {
+    package func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate] {
         try ledger.duplicates(ofShare: shareID)
     }
 
     /// Duplicates per UTC day over the last `days` days, today included (`sharepipe status`).
-    public func duplicateDays(last days: Int, now: Date = Date()) throws -> [DuplicateDay] {
+    package func duplicateDays(last days: Int, now: Date = Date()) throws -> [DuplicateDay] {
         let today = Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) / 86_400_000
         return try ledger.duplicateDays(since: (today - Int64(days - 1)) * 86_400_000)
     }

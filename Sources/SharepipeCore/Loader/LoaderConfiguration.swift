@@ -13,19 +13,19 @@ public struct LoaderConfiguration: Sendable {
     /// How long a provider may take to call back (`--load-timeout`).
     public var loadTimeout: Duration = .seconds(30)
     /// Attachments loaded at the same time.
-    public var concurrency: Int = 4
+    package var concurrency: Int = 4
     /// Refuse new shares while this many are published and not yet processed (`--max-pending-shares`).
-    public var maxPendingShares: Int = 50_000
+    package var maxPendingShares: Int = 50_000
     /// Refuse new shares while this many bytes are published and not yet processed (`--max-pending-bytes`).
-    public var maxPendingBytes: Int64 = 64 << 30
+    package var maxPendingBytes: Int64 = 64 << 30
     /// Refuse new shares when the state directory's file system has less free space than this (`--min-free`).
-    public var minFreeBytes: Int64 = 64 << 20
+    package var minFreeBytes: Int64 = 64 << 20
     /// What an attachment whose content was ingested within `duplicateWindow` gets (`--duplicates`).
-    public var duplicates: DuplicatePolicy = .accept
+    package var duplicates: DuplicatePolicy = .accept
     /// How far back a copy counts as the original of a duplicate (`--duplicate-window`).
-    public var duplicateWindow: Duration = .seconds(30 * 86_400)
+    package var duplicateWindow: Duration = .seconds(30 * 86_400)
     /// Called as an attachment's copy advances: attachment index, bytes so far.
-    public var progress: (@Sendable (_ index: Int, _ bytes: Int64) -> Void)?
+    package var progress: (@Sendable (_ index: Int, _ bytes: Int64) -> Void)?
 
     /// The defaults documented in the README.
     public init() {}

@@ -6,11 +6,11 @@ import Glibc
 /// accepted type, copied inside the provider's callback into `staging`, checked, and published with one rename.
 public struct ShareLoader: Sendable {
     /// The spool the share is published into.
-    public let spool: Spool
+    package let spool: Spool
     /// Types and conformance.
-    public let registry: TypeRegistry
+    package let registry: TypeRegistry
     /// Limits and policy.
-    public let configuration: LoaderConfiguration
+    package let configuration: LoaderConfiguration
 
     /// A loader publishing into `spool`.
     public init(spool: Spool, registry: TypeRegistry = .standard, configuration: LoaderConfiguration = .init()) {

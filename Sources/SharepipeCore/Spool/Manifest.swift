@@ -2,20 +2,20 @@ import Foundation
 import Glibc
 
 /// `manifest.json`, one per share, exactly in the SPEC's shape.
-public struct Manifest: Codable, Sendable, Equatable {
+package struct Manifest: Codable, Sendable, Equatable {
     /// The share's UUID.
-    public var shareId: String
+    package var shareId: String
     /// The bundle identifier of the app that shared, if known.
-    public var sourceApp: String?
+    package var sourceApp: String?
     /// RFC 3339 creation time.
-    public var createdAt: String
+    package var createdAt: String
     /// The partial-failure policy the share was loaded with.
-    public var policy: SharePolicy
+    package var policy: SharePolicy
     /// Every attachment, copied or not, in attachment order.
-    public var attachments: [AttachmentRecord]
+    package var attachments: [AttachmentRecord]
     /// The name of the folder dropped into the inbox, for a folder share (the store processor's `{folder}`); absent
     /// otherwise. Set by the ingester; the key is left out when nil.
-    public var folder: String?
+    package var folder: String?
 
     /// Encodes the manifest as JSON bytes (stable key order).
     func encoded() throws -> [UInt8] {
@@ -69,35 +69,35 @@ public struct AttachmentRecord: Codable, Sendable, Equatable {
     /// The copy's UUID.
     public var fileId: String?
     /// The copy's file name inside the share directory (`<fileId>.<ext>`).
-    public var file: String?
+    package var file: String?
     /// The chosen type.
     public var typeIdentifier: String?
     /// The types the provider declared, highest fidelity first.
-    public var declaredTypes: [String]
+    package var declaredTypes: [String]
     /// What libmagic said about the content.
-    public var sniffedMimeType: String?
+    package var sniffedMimeType: String?
     /// Bytes copied.
     public var bytes: Int64?
     /// SHA-256 of the copy, lowercase hex.
     public var sha256: String?
     /// The provider's suggested name.
-    public var suggestedName: String?
+    package var suggestedName: String?
     /// Why the attachment failed.
     public var error: ErrorInfo?
     /// Every representation tried, in order, when more than one was (fallback); nil otherwise.
-    public var attempts: [Attempt]?
+    package var attempts: [Attempt]?
     /// The copy this attachment's content duplicates (`--duplicates flag` or `reject`); nil otherwise.
-    public var duplicateOf: DuplicateOrigin?
+    package var duplicateOf: DuplicateOrigin?
 
     /// One representation the loader tried: its type, and the code it failed with (null for the one taken).
-    public struct Attempt: Codable, Sendable, Equatable {
+    package struct Attempt: Codable, Sendable, Equatable {
         /// The representation's type.
-        public var type: String
+        package var type: String
         /// Why loading it failed; nil when it was taken.
-        public var code: ShareError.Code?
+        package var code: ShareError.Code?
 
         /// Creates an attempt record.
-        public init(type: String, code: ShareError.Code?) {
+        package init(type: String, code: ShareError.Code?) {
             self.type = type
             self.code = code
         }
@@ -106,7 +106,7 @@ public struct AttachmentRecord: Codable, Sendable, Equatable {
             case type, code
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(type, forKey: .type)
             try container.encode(code, forKey: .code)

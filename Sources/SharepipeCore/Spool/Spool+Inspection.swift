@@ -5,7 +5,7 @@ extension Spool {
     /// Opens a state directory that must already exist; unlike `init(root:)` it never creates the directory, so
     /// looking at a mistyped `--state` leaves nothing behind. Missing, or not a directory:
     /// ERR_CONTAINER_UNAVAILABLE.
-    public static func openExisting(root: String, ledger: LedgerLocation = .sqlite) throws -> Spool {
+    package static func openExisting(root: String, ledger: LedgerLocation = .sqlite) throws -> Spool {
         let status: FileStatus?
         do {
             status = try System.lstatIfPresent(root)
@@ -23,7 +23,7 @@ extension Spool {
     }
 
     /// The stage a share's directory is in, or nil when no stage holds it.
-    public func stage(ofShare shareID: String) -> Stage? {
+    package func stage(ofShare shareID: String) -> Stage? {
         Stage.allCases.first { stage in
             (try? System.lstatIfPresent(path(stage, shareID)))?.kind == .directory
         }
@@ -31,7 +31,7 @@ extension Spool {
 
     /// Why a quarantined share failed for good: the last attempt's error, code first. Nil when its `reason.json`
     /// is missing or unreadable.
-    public func quarantineMessage(_ shareID: String) -> String? {
+    package func quarantineMessage(_ shareID: String) -> String? {
         try? quarantineReason(shareID).message
     }
 }

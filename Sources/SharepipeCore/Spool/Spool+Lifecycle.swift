@@ -142,7 +142,7 @@ extension Spool {
 
     /// Puts a quarantined share back into `incoming` with its attempts reset (`sharepipe requeue`).
     /// A share id that is not in quarantine is ERR_IO with errno ENOENT.
-    public func requeue(_ shareID: String) throws {
+    package func requeue(_ shareID: String) throws {
         guard UUID(uuidString: shareID) != nil,
             try System.lstatIfPresent(path(.quarantine, shareID))?.kind == .directory
         else { throw ShareError(.io, "no quarantined share \(shareID)", errno: ENOENT) }

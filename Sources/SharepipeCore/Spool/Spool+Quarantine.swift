@@ -40,7 +40,7 @@ extension Spool {
     /// Deletes quarantined shares quarantined at least `age` ago (all of them when nil) and returns their ids
     /// (`sharepipe purge --quarantine`, and retention).
     @discardableResult
-    public func purgeQuarantine(olderThan age: Duration? = nil) throws -> [String] {
+    package func purgeQuarantine(olderThan age: Duration? = nil) throws -> [String] {
         let cutoff = age.map { System.wallClockNanoseconds() - Self.nanoseconds($0) }
         var purged: [String] = []
         for shareID in try shareIDs(in: .quarantine) {
@@ -58,7 +58,7 @@ extension Spool {
     /// Retention: quarantined shares older than `quarantineTTL` purged, ledger events (and finished share rows)
     /// older than `eventRetention` pruned.
     @discardableResult
-    public func applyRetention(
+    package func applyRetention(
         quarantineTTL: Duration = .seconds(7 * 86_400), eventRetention: Duration = .seconds(30 * 86_400)
     ) throws -> RetentionReport {
         let purged = try purgeQuarantine(olderThan: quarantineTTL)
@@ -77,9 +77,9 @@ extension Spool {
 }
 
 /// What one retention pass removed.
-public struct RetentionReport: Sendable, Equatable {
+package struct RetentionReport: Sendable, Equatable {
     /// Quarantined shares deleted after their TTL.
-    public var purgedShares: Int
+    package var purgedShares: Int
     /// Ledger events dropped after the retention period.
-    public var prunedEvents: Int
+    package var prunedEvents: Int
 }

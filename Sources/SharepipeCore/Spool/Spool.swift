@@ -29,7 +29,7 @@ public final class Spool: Sendable {
     let barrier: DurabilityBarrier
 
     /// Stage directories.
-    public enum Stage: String, Sendable, CaseIterable {
+    package enum Stage: String, Sendable, CaseIterable {
         case staging, incoming, processing, quarantine
     }
 
@@ -88,7 +88,7 @@ public final class Spool: Sendable {
     }
 
     /// The default state directory: `$STATE_DIRECTORY` (first entry) under systemd, else `./.sharepipe`.
-    public static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let state = environment["STATE_DIRECTORY"], let first = state.split(separator: ":").first {
             return String(first)
         }
@@ -96,10 +96,10 @@ public final class Spool: Sendable {
     }
 
     /// The directory of a stage.
-    public func path(_ stage: Stage) -> String { Self.path(root, stage) }
+    package func path(_ stage: Stage) -> String { Self.path(root, stage) }
 
     /// The directory of a share in a stage.
-    public func path(_ stage: Stage, _ shareID: String) -> String { path(stage) + "/" + shareID }
+    package func path(_ stage: Stage, _ shareID: String) -> String { path(stage) + "/" + shareID }
 
     private static func path(_ root: String, _ stage: Stage) -> String { root + "/" + stage.rawValue }
 
@@ -123,7 +123,7 @@ public final class Spool: Sendable {
     }
 
     /// Share ids in a stage, oldest first (by directory modification time, then id).
-    public func shareIDs(in stage: Stage) throws -> [String] {
+    package func shareIDs(in stage: Stage) throws -> [String] {
         let names = try System.listDirectory(path(stage)).filter { UUID(uuidString: $0) != nil }
         let dated = names.compactMap { name -> (String, Int64)? in
             guard let status = try? System.lstat(path(stage, name)), status.kind == .directory else { return nil }
@@ -133,7 +133,7 @@ public final class Spool: Sendable {
     }
 
     /// Reads a share's manifest.
-    public func manifest(_ stage: Stage, _ shareID: String) throws -> Manifest {
+    package func manifest(_ stage: Stage, _ shareID: String) throws -> Manifest {
         try Manifest.decode(try System.readFile(path(stage, shareID) + "/manifest.json"))
     }
 

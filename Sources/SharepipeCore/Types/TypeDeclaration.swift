@@ -1,18 +1,18 @@
 /// One uniform type identifier declaration: the identifier, its direct parents and its tags.
-public struct TypeDeclaration: Sendable, Equatable, Hashable {
+package struct TypeDeclaration: Sendable, Equatable, Hashable {
     /// The reverse-DNS identifier, such as `public.jpeg`.
-    public var identifier: String
+    package var identifier: String
     /// Direct parents, in declaration order.
-    public var conformsTo: [String]
+    package var conformsTo: [String]
     /// A short human description.
-    public var description: String
+    package var description: String
     /// Filename extensions without the dot, preferred first.
-    public var filenameExtensions: [String]
+    package var filenameExtensions: [String]
     /// MIME types, preferred first.
-    public var mimeTypes: [String]
+    package var mimeTypes: [String]
 
     /// Creates a declaration.
-    public init(
+    package init(
         _ identifier: String, conformsTo: [String], description: String = "",
         filenameExtensions: [String] = [], mimeTypes: [String] = []
     ) {
@@ -25,13 +25,13 @@ public struct TypeDeclaration: Sendable, Equatable, Hashable {
 }
 
 /// A declaration file that could not be used: which declaration, and why.
-public struct TypeDeclarationError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct TypeDeclarationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong, naming the identifier at fault.
-    public var message: String
+    package var message: String
 
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -88,7 +88,7 @@ extension TypeRegistry {
 
     /// The type identifier for sniffed content: as `sniffedType(forMIMEType:)`, except that bytes libmagic could
     /// not name but that are valid UTF-8 without NUL (a one-byte note) are `public.plain-text`.
-    public func sniffedType(forMIMEType mime: String, head: [UInt8]) -> String {
+    package func sniffedType(forMIMEType mime: String, head: [UInt8]) -> String {
         let type = sniffedType(forMIMEType: mime)
         return type == "public.data" && Self.looksLikeText(head) ? "public.plain-text" : type
     }

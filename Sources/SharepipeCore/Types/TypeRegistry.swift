@@ -15,7 +15,7 @@ public final class TypeRegistry: Sendable {
     }()
 
     /// The kind of tag a dynamic identifier stands for.
-    public enum TagClass: String, Sendable {
+    package enum TagClass: String, Sendable {
         case filenameExtension = "ext"
         case mimeType = "mime"
     }
@@ -36,7 +36,7 @@ public final class TypeRegistry: Sendable {
     ///
     /// User identifiers may not use the reserved prefixes `public.`, `dyn.` and `com.apple.`; every parent must be
     /// declared; cycles are refused.
-    public init(declarations userDeclarations: [TypeDeclaration]) throws {
+    package init(declarations userDeclarations: [TypeDeclaration]) throws {
         var all = TypeDeclaration.builtin
         var index: [String: Int] = [:]
         for (position, declaration) in all.enumerated() {
@@ -119,12 +119,12 @@ public final class TypeRegistry: Sendable {
     }
 
     /// The declaration for an identifier (case-insensitive), or nil for dynamic and unknown identifiers.
-    public func declaration(for identifier: String) -> TypeDeclaration? {
+    package func declaration(for identifier: String) -> TypeDeclaration? {
         position(of: identifier).map { declarations[$0] }
     }
 
     /// Every declaration the registry knows, built-in first.
-    public var allDeclarations: [TypeDeclaration] { declarations }
+    package var allDeclarations: [TypeDeclaration] { declarations }
 
     /// Whether `type` conforms to `supertype`: reflexive, transitive over all parents, case-insensitive.
     /// Dynamic types conform to themselves, `public.data` and `public.item` only.
@@ -155,7 +155,7 @@ public final class TypeRegistry: Sendable {
     }
 
     /// Whether the identifier is a dynamic one (`dyn.` prefix).
-    public func isDynamic(_ type: String) -> Bool {
+    package func isDynamic(_ type: String) -> Bool {
         type.lowercased().hasPrefix(Self.dynamicPrefix)
     }
 
@@ -208,7 +208,7 @@ public final class TypeRegistry: Sendable {
 
     /// A dynamic identifier that encodes its tag: `dyn.ext.<tag>` or `dyn.mime.<tag>`, with every byte outside
     /// `[a-z0-9-]` written as `_hh`.
-    public static func dynamicIdentifier(_ tagClass: TagClass, _ tag: String) -> String {
+    package static func dynamicIdentifier(_ tagClass: TagClass, _ tag: String) -> String {
         var encoded = ""
         for byte in tag.lowercased().utf8 {
             switch byte {
@@ -222,7 +222,7 @@ public final class TypeRegistry: Sendable {
     }
 
     /// The tag a dynamic identifier stands for, or nil when it is not one of ours.
-    public static func tag(ofDynamic type: String) -> (TagClass, String)? {
+    package static func tag(ofDynamic type: String) -> (TagClass, String)? {
         let parts = type.lowercased().split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "dyn", let tagClass = TagClass(rawValue: String(parts[1])) else {
             return nil

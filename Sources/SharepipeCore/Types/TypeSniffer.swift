@@ -1,11 +1,11 @@
 import Glibc
 
 /// Content sniffing for one file on disk, as `sharepipe types sniff` offers it.
-public enum TypeSniffer {
+package enum TypeSniffer {
     /// Sniffs a regular file's leading bytes with libmagic and maps the MIME type to a type identifier, the same way
     /// the loader does. A symlink is never followed, and FIFOs, sockets, devices and directories are refused with
     /// `ERR_NOT_REGULAR_FILE` without blocking; a missing file is `ERR_MISSING_FILE`.
-    public static func sniff(path: String, registry: TypeRegistry = .standard) throws
+    package static func sniff(path: String, registry: TypeRegistry = .standard) throws
         -> (mimeType: String, typeIdentifier: String)
     {
         let sniffed = try sniffHead(path: path)

@@ -1,5 +1,4 @@
 import Foundation
-import SharepipeCore
 
 /// A scripted share read from `sharepipe share --scenario FILE`, in the SPEC's JSON shape:
 ///
@@ -20,9 +19,9 @@ public struct Scenario: Sendable {
     /// One scripted attachment.
     public struct Attachment: Sendable {
         /// The name the source app suggests.
-        public var suggestedName: String?
+        package var suggestedName: String?
         /// The representations, highest fidelity first.
-        public var representations: [ScriptedItemProvider.Representation]
+        package var representations: [ScriptedItemProvider.Representation]
 
         /// An attachment with these representations.
         public init(suggestedName: String? = nil, representations: [ScriptedItemProvider.Representation]) {
@@ -32,9 +31,9 @@ public struct Scenario: Sendable {
     }
 
     /// The bundle identifier of the app that "shared".
-    public var sourceApp: String?
+    package var sourceApp: String?
     /// The attachments, in share order.
-    public var attachments: [Attachment]
+    package var attachments: [Attachment]
 
     /// A scenario built in code.
     public init(sourceApp: String? = nil, attachments: [Attachment]) {

@@ -12,41 +12,41 @@ import Foundation
 ///
 /// `args` (extra `sharepipe share` flags) and `activation` (rule name → whether it activates the share) are optional.
 /// Every key is checked as a scenario's are: errors name the key and the index.
-public struct ScenarioExpectation: Sendable, Equatable {
+package struct ScenarioExpectation: Sendable, Equatable {
     /// The outcome expected for one attachment.
-    public struct Attachment: Sendable, Equatable, CustomStringConvertible {
+    package struct Attachment: Sendable, Equatable, CustomStringConvertible {
         /// `copied`, `failed` or `rolled-back`.
-        public var status: String
+        package var status: String
         /// The chosen type identifier, when one was chosen.
-        public var typeIdentifier: String?
+        package var typeIdentifier: String?
         /// The error code of a failed attachment.
-        public var code: String?
+        package var code: String?
 
         /// An expected outcome.
-        public init(status: String, typeIdentifier: String?, code: String?) {
+        package init(status: String, typeIdentifier: String?, code: String?) {
             self.status = status
             self.typeIdentifier = typeIdentifier
             self.code = code
         }
 
         /// `status type code`, with `-` for what is absent.
-        public var description: String { "\(status) \(typeIdentifier ?? "-") \(code ?? "-")" }
+        package var description: String { "\(status) \(typeIdentifier ?? "-") \(code ?? "-")" }
     }
 
     /// Extra `sharepipe share` flags.
-    public var args: [String]
+    package var args: [String]
     /// The receipt's status: `complete`, `partial`, `rejected` or `failed`.
-    public var status: String
+    package var status: String
     /// Per attachment, in order.
-    public var attachments: [Attachment]
+    package var attachments: [Attachment]
     /// Rule name (a file in `rules/` beside the scenario, without its extension) → whether it activates the share.
-    public var activation: [String: Bool]
+    package var activation: [String: Bool]
 
     private static let statuses = ["complete", "partial", "rejected", "failed"]
     private static let attachmentStatuses = ["copied", "failed", "rolled-back"]
 
     /// Reads and checks an expected receipt.
-    public static func load(path: String) throws -> ScenarioExpectation {
+    package static func load(path: String) throws -> ScenarioExpectation {
         let top = try ObjectReader(
             try JSONValue.read(path), at: "", what: "an expected receipt",
             keys: ["args", "status", "attachments", "activation"])
@@ -87,7 +87,7 @@ public struct ScenarioExpectation: Sendable, Equatable {
     }
 
     /// An expectation built in code.
-    public init(args: [String] = [], status: String, attachments: [Attachment], activation: [String: Bool] = [:]) {
+    package init(args: [String] = [], status: String, attachments: [Attachment], activation: [String: Bool] = [:]) {
         self.args = args
         self.status = status
         self.attachments = attachments

@@ -2,17 +2,17 @@ import Foundation
 
 /// A scenario or expected receipt that cannot be used: the message names the place in the file and the key, such as
 /// `attachments[1].representations[0]: unknown key "kindd" (expected one of: …)`.
-public struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ScenarioError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong, starting with the location in the file.
-    public var message: String
+    package var message: String
 
     /// An error with this message.
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Reads one JSON object of a scenario or an expected receipt, refusing keys it does not know and values of the

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import SharepipeCore
 import Synchronization
 
 /// A test double whose callback timing and failures are fully scripted: the contract's bad days, on demand.
@@ -24,25 +23,25 @@ public final class ScriptedItemProvider: ItemProvider {
     /// One scripted representation.
     public struct Representation: Sendable {
         /// Type identifier.
-        public var type: String
+        package var type: String
         /// File or data.
-        public var kind: RepresentationKind
+        package var kind: RepresentationKind
         /// Where the bytes come from (a file path), or inline bytes.
-        public var source: Source
+        package var source: Source
         /// Wait before calling back.
-        public var delay: Duration
+        package var delay: Duration
         /// Report this error instead of delivering (an `ERR_*` code).
-        public var error: ShareError.Code?
+        package var error: ShareError.Code?
         /// Call back with neither file nor error.
-        public var noFile: Bool
+        package var noFile: Bool
         /// Never call back at all.
-        public var neverCalls: Bool
+        package var neverCalls: Bool
         /// Call back a second time after the first completion returned.
-        public var callsTwice: Bool
+        package var callsTwice: Bool
         /// What happens to the temporary file once the completion returns.
-        public var afterCallback: AfterCallback
+        package var afterCallback: AfterCallback
         /// Where the completion runs.
-        public var thread: CallbackThread
+        package var thread: CallbackThread
 
         /// The bytes of a representation.
         public enum Source: Sendable {
@@ -71,14 +70,14 @@ public final class ScriptedItemProvider: ItemProvider {
     }
 
     /// The scripted representations, highest fidelity first.
-    public let representations: [Representation]
+    package let representations: [Representation]
     /// The name the scripted source suggests.
     public let suggestedName: String?
     /// The representations' types, in order.
     public var registeredTypeIdentifiers: [String] { representations.map(\.type) }
 
     /// Every temporary URL handed out so far, so tests can check what became of them.
-    public var handedOutURLs: [URL] { handedOut.withLock { $0 } }
+    package var handedOutURLs: [URL] { handedOut.withLock { $0 } }
     private let handedOut = Mutex<[URL]>([])
     private let temporaryDirectory: URL
 
