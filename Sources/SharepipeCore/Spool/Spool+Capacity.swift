@@ -24,7 +24,7 @@ extension Spool {
     /// share reads it again.
     private func freeBytes(above minimum: Int64) throws -> Int64 {
         let now = System.monotonicNanoseconds()
-        if let gauge = freeGauge.withLock({ $0 }), now - gauge.takenAt < 1_000_000_000,
+        if let gauge = freeGauge.withLock({ $0 }), now < gauge.takenAt + 1_000_000_000,
             gauge.free - minimum > 1 << 30
         {
             return gauge.free
@@ -39,7 +39,7 @@ extension Spool {
     /// up to a second stale is still a limit.
     private func pending() throws -> (shares: Int, bytes: Int64) {
         let now = System.monotonicNanoseconds()
-        if let gauge = pendingGauge.withLock({ $0 }), now - gauge.takenAt < 1_000_000_000 {
+        if let gauge = pendingGauge.withLock({ $0 }), now < gauge.takenAt + 1_000_000_000 {
             return (gauge.shares, gauge.bytes)
         }
         let (shares, bytes) = try ledger.pending()
