@@ -279,6 +279,20 @@ import Testing
         }
     }
 
+    @Test func aReservationAnswersEachCopysOriginOrFailsTheShare() {
+        let reservation = ContentReservation(
+            shareID: "a", createdAt: 1, claims: [], policy: .flag, allOrNothing: false, windowStart: 0,
+            reservationsSince: 0)
+        let origin = DuplicateOrigin(shareId: "o", fileId: "f", createdAt: "2026-12-01T00:00:00.000Z")
+        var run = ShareLifecycle.reserve(reservation)
+        let (points, _, outcome) = drive(&run) { _ in .reserved([nil, origin]) }
+        #expect(points == ["reserve.record-reserved"])
+        guard case .reserved(let origins) = outcome else { Issue.record("not a reservation"); return }
+        #expect(origins == [nil, origin])
+        var failing = ShareLifecycle.reserve(reservation)
+        #expect(failed(drive(&failing) { _ in .failed(error) }.outcome) == ["a"])
+    }
+
     @Test func crashPointsAreTheDocumentedOnes() {
         #expect(ShareLifecycle.crashPoints.count == Set(ShareLifecycle.crashPoints).count)
         for point in ShareLifecycle.crashPoints {

@@ -32,6 +32,9 @@ struct ShareLifecycle: Sendable {
         case purge
         /// What recovery does to one share found dead in a stage, or recorded where it is not.
         case recover
+        /// A loading share's copies looked up by content and reserved in one step (`--duplicates flag|reject`):
+        /// no state changes; the answer names each copy's original, if it has one.
+        case reserve
     }
 
     /// The retry policy: attempts allowed and the first backoff, doubling per attempt.
@@ -64,11 +67,15 @@ struct ShareLifecycle: Sendable {
         case sourcesDone([String])
         /// Every source record still staged is dealt with (the end of the inbox's recovery).
         case allSourcesDone
+        /// The copies' contents looked up against the originals and reserved for this share.
+        case reserved(ContentReservation)
+        /// The reservations of shares that were never staged are forgotten (recovery removed their staging).
+        case contentsReleased([String])
 
         /// The states the change starts from (`repair` and the inserts start from any).
         var from: [ShareState] {
             switch self {
-            case .staged, .rolledBack, .repair, .sourcesDone, .allSourcesDone: []
+            case .staged, .rolledBack, .repair, .sourcesDone, .allSourcesDone, .reserved, .contentsReleased: []
             case .published: [.staged]
             case .unpublished: [.staged]
             case .claimed: [.published]
@@ -88,7 +95,7 @@ struct ShareLifecycle: Sendable {
             case .quarantined: .quarantined
             case .purged: .purged
             case .repair(_, let state): state
-            case .sourcesDone, .allSourcesDone: nil
+            case .sourcesDone, .allSourcesDone, .reserved, .contentsReleased: nil
             }
         }
 
@@ -109,6 +116,8 @@ struct ShareLifecycle: Sendable {
             case .repair: "repaired"
             case .sourcesDone: "sources-done"
             case .allSourcesDone: "all-sources-done"
+            case .reserved: "reserved"
+            case .contentsReleased: "contents-released"
             }
         }
     }
@@ -168,6 +177,8 @@ struct ShareLifecycle: Sendable {
         /// A claim recorded: the attempts each share had made (shares missing were in a state a claim does not
         /// start from).
         case claimed(attempts: [String: Int])
+        /// Contents reserved: each copy's original, in the reservation's order (nil: the copy is an original).
+        case reserved([DuplicateOrigin?])
         /// The action failed as a whole.
         case failed(ShareError)
     }
@@ -178,6 +189,8 @@ struct ShareLifecycle: Sendable {
         case finished(failed: [String: ShareError])
         /// Claimed shares, with the attempts each had already made.
         case claimed([String: Int])
+        /// Each reserved copy's original (nil: it is one).
+        case reserved([DuplicateOrigin?])
     }
 
     /// What the executor does next.
@@ -211,6 +224,7 @@ struct ShareLifecycle: Sendable {
         "recover.write-reason", "recover.move-quarantine", "recover.sync-quarantine", "recover.remove-reason",
         "recover.record-recovered", "recover.move-incoming", "recover.sync-incoming", "recover.record-repaired",
         "recover.record-published", "recover.record-sources-done", "recover.record-all-sources-done",
+        "recover.record-contents-released", "reserve.record-reserved",
     ]
 
     let transition: Transition
@@ -222,6 +236,8 @@ struct ShareLifecycle: Sendable {
     /// What to do if the action in flight fails: the compensation, and whether the run ends failed.
     private var onFailure: Compensation
     private var attempts: [String: Int] = [:]
+    /// What a reservation answered.
+    private var origins: [DuplicateOrigin?] = []
     /// A publish run's staged records.
     private var records: [StagedRecord] = []
 
@@ -267,6 +283,13 @@ struct ShareLifecycle: Sendable {
     }
 
     /// A share its loader could not attempt: its staging removed; it never had a row.
+    /// Reserve: the copies' contents looked up and reserved in one ledger transaction, so that of two shares with
+    /// one content loaded at once (by two daemons), one is the original.
+    static func reserve(_ reservation: ContentReservation) -> ShareLifecycle {
+        ShareLifecycle(
+            .reserve, shares: [reservation.shareID], actions: [.record(.reserved(reservation))], onFailure: .abort)
+    }
+
     static func discard(_ shareID: String) -> ShareLifecycle {
         ShareLifecycle(.discard, shares: [shareID], actions: [.remove([shareID], from: .staging)], onFailure: .tolerate)
     }
@@ -379,6 +402,8 @@ struct ShareLifecycle: Sendable {
                 // Rows in a state a claim does not start from: the shares go back untouched for recovery.
                 pending.insert(.move(strays, from: .processing, to: .incoming), at: 0)
             }
+        case .reserved(let origins):
+            self.origins = origins
         case .done:
             advance(after: action, done: nil, dropped: [])
         }
@@ -389,6 +414,7 @@ struct ShareLifecycle: Sendable {
         if !pending.isEmpty { return .perform(pending.removeFirst()) }
         phase = .finished
         if transition == .claim { return .finish(.claimed(attempts.filter { shares.contains($0.key) })) }
+        if transition == .reserve && failures.isEmpty { return .finish(.reserved(origins)) }
         return .finish(.finished(failed: failures))
     }
 

@@ -339,7 +339,7 @@ public struct ShareLoader: Sendable {
         }
         guard !claims.isEmpty else { return }
         let now = LedgerClock.now()
-        let origins = try spool.ledger.reserveContents(ContentReservation(
+        let origins = try spool.reserveContents(ContentReservation(
             shareID: shareID, createdAt: createdAt, claims: claims, policy: configuration.duplicates,
             allOrNothing: configuration.policy == .allOrNothing,
             windowStart: now - configuration.duplicateWindow.milliseconds,

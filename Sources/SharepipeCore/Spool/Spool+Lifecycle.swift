@@ -64,6 +64,17 @@ extension Spool {
         executor.execute(&run, spool: self, context: .init(sources: [:]))
     }
 
+    /// Looks up the contents of a loading share's copies and reserves them (the duplicate check); each copy's
+    /// original, in the reservation's order.
+    func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
+        var run = ShareLifecycle.reserve(reservation)
+        switch executor.execute(&run, spool: self, context: .init(sources: [:])) {
+        case .reserved(let origins): return origins
+        case .finished(let failed): throw failed.values.first ?? ShareError(.io, "the reservation was not made")
+        case .claimed: throw ShareError(.io, "a reservation cannot claim")
+        }
+    }
+
     /// The inbox found and removed the sources of published shares (a crash came between publish and removal).
     func sourcesRemoved(of shareIDs: [String]) {
         var run = ShareLifecycle.recover(shareIDs[0], actions: [.record(.sourcesDone(shareIDs))])
@@ -92,6 +103,8 @@ extension Spool {
             }
         case .finished(let failed):
             if let error = failed.values.first { throw error }
+            return []
+        case .reserved:
             return []
         }
     }
@@ -202,6 +215,10 @@ extension Spool {
             violations = try ledger.recordPublished([], sourcesDone: ids)
         case .allSourcesDone:
             try ledger.markAllSourcesDone()
+        case .reserved(let reservation):
+            return .reserved(try ledger.reserveContents(reservation))
+        case .contentsReleased(let ids):
+            try ledger.releaseContents(ofShares: ids)
         }
         logViolations(violations, during: point)
         return .done

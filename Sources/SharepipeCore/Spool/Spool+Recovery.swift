@@ -64,7 +64,14 @@ extension Spool {
         }
         if report.stagingRemoved > 0 { try directories.staging.sync() }
         // Content reserved by the duplicate check for a share that never got staged no longer holds its content.
-        if !removedStaging.isEmpty { try ledger.releaseContents(ofShares: removedStaging) }
+        if !removedStaging.isEmpty {
+            var run = ShareLifecycle.recover(removedStaging[0], actions: [.record(.contentsReleased(removedStaging))])
+            if case .finished(let failed) = executor.execute(&run, spool: self, context: .init(sources: [:])),
+                let error = failed.values.first
+            {
+                throw error
+            }
+        }
         if report.returnedToIncoming > 0 { try directories.incoming.sync() }
         try reconcile(skipping: liveClaims, report: &report)
         return report
