@@ -42,6 +42,10 @@ extension LedgerStore {
         ORDER BY c.created_at, c.share_id, c.attachment LIMIT 1
         """
 
+    /// Looks up, per claimed content, the earliest copy within the window that counts as an original (ingested or
+    /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), and records
+    /// each claim with what it found (see `ContentReservation`), in one transaction that serializes on the
+    /// contents' hashes across every process on the ledger. Returns the origins, one per claim (nil: an original).
     func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
         guard !reservation.claims.isEmpty else { return [] }
         let dialect = driver.dialect
@@ -97,6 +101,7 @@ extension LedgerStore {
         return reservation.claims.map { origins[$0.index] }
     }
 
+    /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).
     func releaseContents(ofShares shareIDs: [String]) throws {
         guard !shareIDs.isEmpty else { return }
         _ = try driver.execute(shareIDs.map { shareID in
@@ -109,6 +114,7 @@ extension LedgerStore {
         }, durable: false)
     }
 
+    /// The duplicate attachments recorded for a share, by index.
     func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate] {
         try driver.run(
             """
@@ -125,6 +131,7 @@ extension LedgerStore {
         }
     }
 
+    /// Duplicates per UTC day since `since` (ms since the epoch), oldest day first.
     func duplicateDays(since: Int64) throws -> [DuplicateDay] {
         try driver.run(
             """

@@ -9,10 +9,13 @@ extension LedgerStore {
     /// The states of a share on its way: pending work and bytes.
     static let pendingStates = "('staged', 'published', 'claimed')"
 
+    /// Source identities still recorded as staged: the crash window between publish and source deletion.
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)] {
         try stagedSources(where: "", [])
     }
 
+    /// The staged source records of one file (device and inode): a daemon that takes a file another one published
+    /// and died before unlinking finds it here.
     func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
         let file: [SQLValue] = [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))]
         return try stagedSources(where: " AND device = ? AND inode = ?", file)
@@ -32,15 +35,18 @@ extension LedgerStore {
         }
     }
 
+    /// The recorded state of a share, nil when it is unknown.
     func state(ofShare shareID: String) throws -> ShareState? {
         try driver.run("SELECT state FROM shares WHERE id = ?", [.text(shareID)]).scalar.text
             .flatMap(ShareState.init(rawValue:))
     }
 
+    /// Ids of the shares recorded in a state.
     func shareIDs(inState state: ShareState) throws -> [String] {
         try driver.run("SELECT id FROM shares WHERE state = ?", [.text(state.rawValue)]).rows.compactMap { $0[0].text }
     }
 
+    /// Shares staged, published or claimed, and their bytes.
     func pending() throws -> (shares: Int, bytes: Int64) {
         let row = try driver.run(
             "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM shares WHERE state IN \(Self.pendingStates)"
@@ -48,16 +54,19 @@ extension LedgerStore {
         return (row?[0].int ?? 0, row?[1].integer ?? 0)
     }
 
+    /// Published shares whose next attempt must wait: id → not-before (ms since the epoch).
     func deferredShares(now: Int64) throws -> [String: Int64] {
         let rows = try driver.run(
             "SELECT id, not_before FROM shares WHERE state = 'published' AND not_before > ?", [.integer(now)]).rows
         return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
+    /// Attempts recorded for a share.
     func attempts(ofShare shareID: String) throws -> Int {
         try driver.run("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)]).scalar.int
     }
 
+    /// When the first attempt since the share was last published by hand started, ms since the epoch.
     func firstAttemptAt(shareID: String) throws -> Int64? {
         try driver.run(
             """
@@ -68,6 +77,7 @@ extension LedgerStore {
         ).scalar.integer
     }
 
+    /// Retention: drops events, and rows of finished shares, last touched before `cutoff`. Returns events dropped.
     func prune(before cutoff: Int64) throws -> Int {
         try driver.execute(
             [
@@ -83,6 +93,7 @@ extension LedgerStore {
         )[0].changed
     }
 
+    /// Counts per state, pending bytes, oldest pending, recent failures.
     func status(now: Int64) throws -> SpoolStatus {
         var status = SpoolStatus()
         let counts: [String: WritableKeyPath<SpoolStatus, Int>] = [
@@ -107,6 +118,7 @@ extension LedgerStore {
         return status
     }
 
+    /// Every unfinished share, oldest first.
     func listShares() throws -> [ShareListing] {
         try driver.run(
             """
@@ -125,6 +137,7 @@ extension LedgerStore {
         }
     }
 
+    /// Processed, failed and quarantined events after `sequence`, oldest first.
     func metricEvents(after sequence: Int64, limit: Int) throws -> [MetricEvent] {
         try driver.run(
             """
@@ -143,10 +156,12 @@ extension LedgerStore {
         }
     }
 
+    /// The newest event sequence number.
     func lastEventSequence() throws -> Int64 {
         try driver.run("SELECT COALESCE(MAX(seq), 0) FROM events").scalar.integer ?? 0
     }
 
+    /// A share's row, nil when the ledger does not know it (`sharepipe show`).
     func shareRecord(_ shareID: String) throws -> ShareRecord? {
         try driver.run(
             "SELECT id, state, source_app, created_at, attachments, bytes, attempts, last_code FROM shares WHERE id=?",
@@ -159,10 +174,12 @@ extension LedgerStore {
         }
     }
 
+    /// A share's events, oldest first.
     func timeline(ofShare shareID: String) throws -> [TimelineEvent] {
         try events(where: "e.share_id = ?", [.text(shareID)], limit: nil)
     }
 
+    /// Events after a sequence number, oldest first (`sharepipe events`).
     func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent] {
         try events(where: "e.seq > ?", [.integer(sequence)], limit: limit)
     }

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// The ledger, written once over an `SQLDriver`: the schema and its migrations, every transition and every query.
+/// The ledger, written once over an `SQLDriver`: the schema and its migrations, every transition and every query —
+/// share records and lifecycle events with codes and sizes, never content, never file names; nothing else holds SQL.
 /// SQLite (`ledger.sqlite`, daemons on one host) and PostgreSQL (daemons on several hosts) differ only in their
 /// driver and `SQLDialect`.
 ///
@@ -14,7 +15,7 @@ import Synchronization
 /// process lives; a claim whose lease expired is picked by another daemon (`FOR UPDATE SKIP LOCKED`, so two never
 /// pick the same one), which recovers it if the claim's `flock` on `processing/S` is free. Without one (SQLite), the
 /// claimers share one host, where that `flock` alone tells a dead claimer from a live one.
-final class LedgerStore: ShareLedger {
+final class LedgerStore: Sendable {
     let driver: any SQLDriver
     /// Who holds the claims this ledger records: host:pid:boot-id.
     let owner: String
@@ -237,6 +238,7 @@ final class LedgerStore: ShareLedger {
 
     // MARK: Transitions
 
+    /// Publish: the shares, their attachment events and source identities, state staged, in one durable commit.
     func recordStaged(_ shares: [StagedRecord]) throws {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
@@ -252,6 +254,8 @@ final class LedgerStore: ShareLedger {
         }, durable: true)
     }
 
+    /// Publish: staged → published after the renames into `incoming`, and the source records of the shares in
+    /// `sourcesDone` marked done, in one commit. A share already past published is not a violation.
     func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
         // Not durable: if a power cut loses it, recovery finds the shares in `incoming` and their sources recorded
         // staged, and rolls both forward. A consumer may claim (and finish) a share between its rename and this
@@ -263,6 +267,8 @@ final class LedgerStore: ShareLedger {
         ).violations.filter { $0.found == nil || $0.found == .rejected }
     }
 
+    /// A share that was never staged (refused, or rolled back by its policy): its row and attachment events, state
+    /// rejected, in one commit.
     func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?) throws {
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(
@@ -271,6 +277,7 @@ final class LedgerStore: ShareLedger {
             durable: true)
     }
 
+    /// Staged → rejected: a share whose staging was removed before it was published; its sources are forgotten.
     func recordUnpublished(_ shareIDs: [String], code: ShareError.Code?) throws -> [PreconditionViolation] {
         try apply(shareIDs.map { id in
             var change = Change(
@@ -281,10 +288,12 @@ final class LedgerStore: ShareLedger {
         }).violations
     }
 
+    /// Marks every staged source record done, once recovery has dealt with them.
     func markAllSourcesDone() throws {
         try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
     }
 
+    /// Published → claimed, in one commit. Returns the attempts already made by each share claimed.
     func recordClaimed(_ shareIDs: [String]) throws -> (attempts: [String: Int], violations: [PreconditionViolation]) {
         let leaseUntil = lease.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
         // A share renamed into `incoming` is published even while its publisher has not recorded it yet. Not
@@ -299,6 +308,7 @@ final class LedgerStore: ShareLedger {
         return result
     }
 
+    /// Claimed → processed (attempts + 1), and the copies' deletion, in one commit.
     func recordProcessed(_ completions: [(shareID: String, durationMilliseconds: Int64)]) throws
         -> [PreconditionViolation]
     {
@@ -310,6 +320,7 @@ final class LedgerStore: ShareLedger {
         }).violations
     }
 
+    /// Claimed → published with attempts + 1 and a not-before time (ms since the epoch).
     func recordRetry(shareID: String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64) throws
         -> [PreconditionViolation]
     {
@@ -320,6 +331,7 @@ final class LedgerStore: ShareLedger {
             Event(.failed, code: code, duration: durationMilliseconds), Event(.retried)))
     }
 
+    /// Claimed → quarantined with ERR_PROCESSOR_FAILED; `durationMilliseconds` nil when no attempt ran.
     func recordQuarantined(shareID: String, code: ShareError.Code, durationMilliseconds: Int64?) throws
         -> [PreconditionViolation]
     {
@@ -335,26 +347,31 @@ final class LedgerStore: ShareLedger {
         return try apply(change)
     }
 
+    /// Claimed → published without counting an attempt (graceful shutdown).
     func recordReleased(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(.retried, code: .cancelled)))
     }
 
+    /// Claimed → published with attempts + 1 (recovery of a dead claim).
     func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
     }
 
+    /// Quarantined → published with attempts reset (requeue).
     func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
             Event(.published)))
     }
 
+    /// Quarantined → purged.
     func recordPurged(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(shareID, from: [.quarantined], set: "state = 'purged'", Event(.deleted)))
     }
 
+    /// Recovery: the row follows the directory, whatever state it was in; an event `repaired` records it.
     func repair(shareID: String, to state: ShareState) throws {
         _ = try apply(Change(
             shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
@@ -363,8 +380,12 @@ final class LedgerStore: ShareLedger {
 
     // MARK: Leases
 
+    /// How long a claim's lease lasts without a heartbeat; nil for a ledger without leases, whose claimers share
+    /// one host, where a claim's `flock` alone tells a dead claimer from a live one.
     var leaseDuration: Duration? { lease }
 
+    /// How many times the ledger reconnected to its server after losing it; a change means the server went away
+    /// and came back, and claims that failed to record meanwhile may be waiting for recovery.
     var reconnections: Int { driver.reconnections }
 
     /// Extends the leases of every claim this process holds.
@@ -375,6 +396,8 @@ final class LedgerStore: ShareLedger {
             [.integer(lease.milliseconds), .text(owner)])
     }
 
+    /// Claims whose lease expired, picked for this process: their leases are extended, so that other processes
+    /// skip them while this one checks whether their claimer is gone. Empty for a ledger without leases.
     func pickExpiredClaims(limit: Int) throws -> [String] {
         guard let lease else { return [] }
         let now = driver.dialect.now
@@ -410,33 +433,7 @@ final class LedgerStore: ShareLedger {
     }
 }
 
-/// A named thread that calls `beat` every `interval` seconds until stopped; it waits on a condition, so `stop`
-/// ends it at once.
-final class LeaseHeartbeat: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var stopped = false  // Guarded by `condition`.
-
-    init(interval: Double, beat: @escaping @Sendable () -> Void) {
-        Thread { [self] in
-            System.nameCurrentThread("sp-heartbeat")
-            while condition.withLock({ () -> Bool in
-                let deadline = Date(timeIntervalSinceNow: interval)
-                while !stopped && condition.wait(until: deadline) {}
-                return !stopped
-            }) { beat() }
-        }.start()
-    }
-
-    func stop() {
-        condition.withLock { stopped = true }
-        condition.signal()
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
+/// Milliseconds since the epoch, the ledger's clock.
+enum LedgerClock {
+    static func now() -> Int64 { System.wallClockNanoseconds() / 1_000_000 }
 }
