@@ -82,22 +82,11 @@ extension LedgerStore {
                 [share, share]))
         }
         let reserved = statements.count
-        statements.append(SQLStatement(
-            """
-            SELECT attachment, original_share, original_file, original_at FROM contents
-            WHERE share_id = ? AND original_share IS NOT NULL
-            """,
-            [share]))
+        statements.append(Self.recordedDuplicates(ofShare: reservation.shareID))
         // Not durable: a reservation a power cut loses belonged to a share not staged yet either (staging commits
         // durably, and a durable commit makes every earlier one durable).
-        let rows = try driver.execute(statements, durable: false)[reserved].rows
-        var origins: [Int: DuplicateOrigin] = [:]
-        for row in rows {
-            guard let index = row[0].integer, let original = row[1].text, let file = row[2].text,
-                let at = row[3].integer
-            else { continue }
-            origins[Int(index)] = DuplicateOrigin(shareId: original, fileId: file, createdAtMilliseconds: at)
-        }
+        let recorded = try driver.execute(statements, durable: false)[reserved].rows.compactMap(Self.recordedDuplicate)
+        let origins = Dictionary(recorded.map { ($0.index, $0.origin) }) { first, _ in first }
         return reservation.claims.map { origins[$0.index] }
     }
 
@@ -116,19 +105,26 @@ extension LedgerStore {
 
     /// The duplicate attachments recorded for a share, by index.
     func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate] {
-        try driver.run(
+        try driver.execute([Self.recordedDuplicates(ofShare: shareID)], durable: true)[0].rows
+            .compactMap(Self.recordedDuplicate)
+    }
+
+    /// The duplicate attachments recorded for a share, by index; rows for `recordedDuplicate`.
+    private static func recordedDuplicates(ofShare shareID: String) -> SQLStatement {
+        SQLStatement(
             """
             SELECT attachment, original_share, original_file, original_at, rejected FROM contents
             WHERE share_id = ? AND original_share IS NOT NULL ORDER BY attachment
             """,
-            [.text(shareID)]
-        ).rows.compactMap { row in
-            guard let index = row[0].integer, let share = row[1].text, let file = row[2].text, let at = row[3].integer
-            else { return nil }
-            return RecordedDuplicate(
-                index: Int(index), origin: DuplicateOrigin(shareId: share, fileId: file, createdAtMilliseconds: at),
-                rejected: row[4].integer == 1)
-        }
+            [.text(shareID)])
+    }
+
+    private static func recordedDuplicate(_ row: [SQLValue]) -> RecordedDuplicate? {
+        guard let index = row[0].integer, let share = row[1].text, let file = row[2].text, let at = row[3].integer
+        else { return nil }
+        return RecordedDuplicate(
+            index: Int(index), origin: DuplicateOrigin(shareId: share, fileId: file, createdAtMilliseconds: at),
+            rejected: row[4].integer == 1)
     }
 
     /// Duplicates per UTC day since `since` (ms since the epoch), oldest day first.

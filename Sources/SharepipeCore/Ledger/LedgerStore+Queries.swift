@@ -2,10 +2,6 @@ import Foundation
 
 /// What the engine, `status`, `ls`, `show`, `events` and the metrics read; nothing here changes a share.
 extension LedgerStore {
-    /// The stage of each unfinished ledger state.
-    static let stages: [String: Spool.Stage] = [
-        "staged": .staging, "published": .incoming, "claimed": .processing, "quarantined": .quarantine,
-    ]
     /// The states of a share on its way: pending work and bytes.
     static let pendingStates = "('staged', 'published', 'claimed')"
 
@@ -107,7 +103,7 @@ extension LedgerStore {
             "SELECT COALESCE(SUM(bytes), 0), MIN(created_at) FROM shares WHERE state IN \(Self.pendingStates)"
         ).rows.first
         status.pendingBytes = pending?[0].integer ?? 0
-        status.oldestPendingCreatedAt = pending?[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        status.oldestPendingCreatedAt = pending?[1].date
         for row in try driver.run(
             "SELECT code, COUNT(*) FROM events WHERE event = 'failed' AND code IS NOT NULL AND at >= ? GROUP BY code",
             [.integer(now - 86_400_000)]
@@ -126,14 +122,12 @@ extension LedgerStore {
             WHERE state IN ('staged', 'published', 'claimed', 'quarantined') ORDER BY created_at, id
             """
         ).rows.compactMap { row in
-            guard let id = row[0].text, let stage = row[1].text.flatMap({ Self.stages[$0] }) else { return nil }
-            let notBefore = row[7].integer ?? 0
+            guard let id = row[0].text, let stage = row[1].text.flatMap(ShareState.init)?.stage else { return nil }
             return ShareListing(
                 shareId: id, stage: stage, attachments: row[2].int, bytes: row[3].integer ?? 0,
-                createdAt: Date(timeIntervalSince1970: Double(row[4].integer ?? 0) / 1000), attempts: row[5].int,
+                createdAt: row[4].date ?? Date(timeIntervalSince1970: 0), attempts: row[5].int,
                 lastCode: row[6].text.flatMap(ShareError.Code.init(rawValue:)),
-                notBefore: notBefore > 0 ? Date(timeIntervalSince1970: Double(notBefore) / 1000) : nil,
-                claimedBy: row[8].text)
+                notBefore: row[7].int > 0 ? row[7].date : nil, claimedBy: row[8].text)
         }
     }
 

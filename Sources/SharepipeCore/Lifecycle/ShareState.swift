@@ -18,6 +18,17 @@ enum ShareState: String, Sendable, CaseIterable {
 
     /// Whether the share still has a directory in the spool.
     var isTerminal: Bool { self == .processed || self == .rejected || self == .purged }
+
+    /// The stage whose directory holds a share in this state; nil for a finished share.
+    var stage: Spool.Stage? {
+        switch self {
+        case .staged: .staging
+        case .published: .incoming
+        case .claimed: .processing
+        case .quarantined: .quarantine
+        case .processed, .rejected, .purged: nil
+        }
+    }
 }
 
 /// A lifecycle event recorded in the ledger.
