@@ -15,6 +15,12 @@ let package = Package(
             name: "CatalogueProcessor",
             dependencies: [.product(name: "SharepipeCore", package: "sharepipe")]
         ),
+        // The example of sharepipe's docs/library.md, exactly as the page shows it (LibraryDocumentationTests checks
+        // that the two are the same): building this package compiles it. It is never run.
+        .executableTarget(
+            name: "LibraryExample",
+            dependencies: [.product(name: "SharepipeCore", package: "sharepipe")]
+        ),
         .testTarget(
             name: "CatalogueProcessorTests",
             dependencies: [

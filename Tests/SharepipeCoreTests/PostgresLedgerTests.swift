@@ -15,7 +15,7 @@ struct PostgresLedgerTests {
     private let latest = LedgerStore.migrations(PostgresDriver.dialect).count
 
     /// Publishes one share and returns its id.
-    private func published(_ ledger: any ShareLedger) throws -> String {
+    private func published(_ ledger: LedgerStore) throws -> String {
         let share = LedgerConformanceTests.record()
         try ledger.recordStaged([share])
         _ = try ledger.recordPublished([share.manifest.shareId], sourcesDone: [share.manifest.shareId])

@@ -352,13 +352,3 @@ func regularFiles(under directory: String) -> [String] {
 func entryNames(_ path: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
 }
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(_ timeout: Duration, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
-}

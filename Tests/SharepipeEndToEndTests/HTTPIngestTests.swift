@@ -39,7 +39,7 @@ struct HTTPIngestTests {
             #expect(try shown.json["shareId"] as? String == shareID)
             #expect(try shown.json["sourceApp"] as? String == "com.example.scanner")
             let expected = [try fixtureData("files/image.png"), try fixtureData("files/notes.txt")]
-            #expect(try await waitUntil(.seconds(30)) { Set(sandbox.storedFiles.values) == Set(expected) })
+            #expect(try await eventually(.seconds(30)) { Set(sandbox.storedFiles.values) == Set(expected) })
             #expect(sandbox.stagingEntries.isEmpty)
             _ = try await daemon.stop()
         }
@@ -127,7 +127,7 @@ struct HTTPIngestTests {
             let wrongMethod = try await curlResponse(["-X", "DELETE", daemon.baseURL + "/v1/shares"])
             #expect(wrongMethod.status == 405)
             #expect(wrongMethod.headers["allow"] == "POST")
-            #expect(try await waitUntil(.seconds(10)) { sandbox.stagingEntries.isEmpty })
+            #expect(try await eventually(.seconds(10)) { sandbox.stagingEntries.isEmpty })
             _ = try await daemon.stop()
         }
     }
@@ -286,7 +286,7 @@ struct HTTPIngestTests {
             let upload = try ToolProcess("/usr/bin/curl", [
                 "-sS", "--limit-rate", "256K", "-F", "a=@" + file, daemon.baseURL + "/v1/shares",
             ])
-            let receiving = try await waitUntil(.seconds(30)) {
+            let receiving = try await eventually(.seconds(30)) {
                 sandbox.stagingEntries.contains { name in
                     name.hasPrefix("http-") && !httpDirectoryNames(sandbox.state + "/staging/" + name).isEmpty
                 }
@@ -329,7 +329,7 @@ struct HTTPIngestTests {
             let activated = try SharepipeProcess(
                 ["daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--output", sandbox.output],
                 launcher: ["/usr/bin/python3", "-c", activate, portFile])
-            let listening = try await waitUntil(.seconds(60)) { activated.stderrSoFar.contains("event=http.listening") }
+            let listening = try await eventually(.seconds(60)) { activated.stderrSoFar.contains("event=http.listening") }
             #expect(listening, "\(activated.stderrSoFar)")
             let port = try String(contentsOfFile: portFile, encoding: .utf8)
             #expect(activated.stderrSoFar.contains("listener=127.0.0.1:\(port)"))

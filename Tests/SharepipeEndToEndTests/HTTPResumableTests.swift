@@ -59,7 +59,7 @@ struct HTTPResumableTests {
             #expect(last.headers["location"] == "/v1/shares/" + shareID)
             let shown = try await curlResponse([daemon.baseURL + "/v1/shares/" + shareID])
             #expect(shown.status == 200)
-            #expect(try await waitUntil(.seconds(30)) { sandbox.storedFiles.values.contains(bytes) })
+            #expect(try await eventually(.seconds(30)) { sandbox.storedFiles.values.contains(bytes) })
 
             // creation-with-upload, then termination.
             let whole = try writeFile(dir + "/whole", Array(bytes[..<5]))
@@ -87,7 +87,7 @@ struct HTTPResumableTests {
             #expect(created.status == 201)
             let id = try #require(created.headers["location"]?.split(separator: "/").last.map(String.init))
             #expect(httpDirectoryNames(sandbox.state + "/uploads") == [id])
-            #expect(try await waitUntil(.seconds(30)) { httpDirectoryNames(sandbox.state + "/uploads").isEmpty })
+            #expect(try await eventually(.seconds(30)) { httpDirectoryNames(sandbox.state + "/uploads").isEmpty })
             let head = try await curlResponse(["-H", "Tus-Resumable: 1.0.0", "-I", daemon.baseURL + "/v1/uploads/" + id])
             #expect(head.status == 404)
             _ = try await daemon.stop()
@@ -133,7 +133,7 @@ struct HTTPResumableTests {
             let urlFile = dir + "/upload-url"
             let first = try ToolProcess(python, [scriptPath, file, endpoint, urlFile, "start"])
             var id = ""
-            let progressed = try await waitUntil(.seconds(60)) {
+            let progressed = try await eventually(.seconds(60)) {
                 guard let url = try? String(contentsOfFile: urlFile, encoding: .utf8), !url.isEmpty else { return false }
                 id = String(url.split(separator: "/").last ?? "")
                 let info = sandbox.state + "/uploads/" + id + "/info.json"
@@ -160,7 +160,7 @@ struct HTTPResumableTests {
             let shareLine = second.stdout.split(separator: "\n").first { $0.hasPrefix("share ") }
             #expect(shareLine.map { UUID(uuidString: String($0.dropFirst(6))) != nil } == true)
             let expected = try await sha256(ofFile: file)
-            #expect(try await waitUntil(.seconds(60)) { sandbox.storedFiles.count == 1 })
+            #expect(try await eventually(.seconds(60)) { sandbox.storedFiles.count == 1 })
             let stored = try #require(sandbox.storedFiles.keys.first)
             #expect(try await sha256(ofFile: sandbox.output + "/" + stored) == expected)
             _ = try await daemon.stop()

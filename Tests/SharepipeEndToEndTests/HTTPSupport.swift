@@ -21,7 +21,7 @@ struct HTTPSandbox {
         let process = try SharepipeProcess(arguments, environment: environment)
         let expected = max(1, listen.count)
         var addresses: [String] = []
-        let up = try await waitUntil(.seconds(60)) {
+        let up = try await eventually(.seconds(60)) {
             let log = process.stderrSoFar
             addresses = log.split(separator: "\n").filter { $0.contains("event=http.listening") }.compactMap { line in
                 line.split(separator: " ").first { $0.hasPrefix("listener=") }.map { String($0.dropFirst(9)) }
@@ -194,18 +194,6 @@ func pythonWithClients() async throws -> String {
     guard installed.status == 0 else { throw SupportError("pip install failed: \(installed.stderr)") }
     _ = FileManager.default.createFile(atPath: ready, contents: nil)
     return python
-}
-
-/// Polls `condition` until it holds or `timeout` passes.
-func waitUntil(
-    _ timeout: Duration, every interval: Duration = .milliseconds(25), _ condition: () throws -> Bool
-) async throws -> Bool {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if try condition() { return true }
-        try await Task.sleep(for: interval)
-    }
-    return try condition()
 }
 
 /// The names in a directory, sorted; none when it is missing.

@@ -67,7 +67,7 @@ final class Metrics: Sendable {
     /// Counts the consumer's processed, failed and quarantined events recorded since the last refresh, and notes
     /// the oldest pending share. The first refresh only remembers where the ledger is, so a restart does not count
     /// history again.
-    func refresh(from ledger: any ShareLedger) throws {
+    func refresh(from ledger: LedgerStore) throws {
         let oldest = try ledger.status(now: LedgerClock.now()).oldestPendingCreatedAt
         state.withLock { $0.oldestPendingCreatedAt = oldest }
         guard let after = state.withLock({ $0.ledgerSequence }) else {

@@ -77,10 +77,7 @@ final class HTTPServer: Sendable {
         self.activation = activation
         self.timeline = timeline
         uploads = try TusStore(stateDirectory: spool.root)
-        guard let idempotency = spool.ledger as? any IdempotencyStore else {
-            throw ShareError(.containerUnavailable, "this ledger keeps no idempotency keys")
-        }
-        self.idempotency = idempotency
+        idempotency = spool.ledger
         var listeners: [Listener] = []
         do {
             if configuration.socketActivation {

@@ -42,6 +42,10 @@ extension LedgerStore {
         ORDER BY c.created_at, c.share_id, c.attachment LIMIT 1
         """
 
+    /// Looks up, per claimed content, the earliest copy within the window that counts as an original (ingested or
+    /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), and records
+    /// each claim with what it found (see `ContentReservation`), in one transaction that serializes on the
+    /// contents' hashes across every process on the ledger. Returns the origins, one per claim (nil: an original).
     func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
         guard !reservation.claims.isEmpty else { return [] }
         let dialect = driver.dialect
@@ -78,25 +82,15 @@ extension LedgerStore {
                 [share, share]))
         }
         let reserved = statements.count
-        statements.append(SQLStatement(
-            """
-            SELECT attachment, original_share, original_file, original_at FROM contents
-            WHERE share_id = ? AND original_share IS NOT NULL
-            """,
-            [share]))
+        statements.append(Self.recordedDuplicates(ofShare: reservation.shareID))
         // Not durable: a reservation a power cut loses belonged to a share not staged yet either (staging commits
         // durably, and a durable commit makes every earlier one durable).
-        let rows = try driver.execute(statements, durable: false)[reserved].rows
-        var origins: [Int: DuplicateOrigin] = [:]
-        for row in rows {
-            guard let index = row[0].integer, let original = row[1].text, let file = row[2].text,
-                let at = row[3].integer
-            else { continue }
-            origins[Int(index)] = DuplicateOrigin(shareId: original, fileId: file, createdAtMilliseconds: at)
-        }
+        let recorded = try driver.execute(statements, durable: false)[reserved].rows.compactMap(Self.recordedDuplicate)
+        let origins = Dictionary(recorded.map { ($0.index, $0.origin) }) { first, _ in first }
         return reservation.claims.map { origins[$0.index] }
     }
 
+    /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).
     func releaseContents(ofShares shareIDs: [String]) throws {
         guard !shareIDs.isEmpty else { return }
         _ = try driver.execute(shareIDs.map { shareID in
@@ -109,22 +103,31 @@ extension LedgerStore {
         }, durable: false)
     }
 
+    /// The duplicate attachments recorded for a share, by index.
     func duplicates(ofShare shareID: String) throws -> [RecordedDuplicate] {
-        try driver.run(
+        try driver.execute([Self.recordedDuplicates(ofShare: shareID)], durable: true)[0].rows
+            .compactMap(Self.recordedDuplicate)
+    }
+
+    /// The duplicate attachments recorded for a share, by index; rows for `recordedDuplicate`.
+    private static func recordedDuplicates(ofShare shareID: String) -> SQLStatement {
+        SQLStatement(
             """
             SELECT attachment, original_share, original_file, original_at, rejected FROM contents
             WHERE share_id = ? AND original_share IS NOT NULL ORDER BY attachment
             """,
-            [.text(shareID)]
-        ).rows.compactMap { row in
-            guard let index = row[0].integer, let share = row[1].text, let file = row[2].text, let at = row[3].integer
-            else { return nil }
-            return RecordedDuplicate(
-                index: Int(index), origin: DuplicateOrigin(shareId: share, fileId: file, createdAtMilliseconds: at),
-                rejected: row[4].integer == 1)
-        }
+            [.text(shareID)])
     }
 
+    private static func recordedDuplicate(_ row: [SQLValue]) -> RecordedDuplicate? {
+        guard let index = row[0].integer, let share = row[1].text, let file = row[2].text, let at = row[3].integer
+        else { return nil }
+        return RecordedDuplicate(
+            index: Int(index), origin: DuplicateOrigin(shareId: share, fileId: file, createdAtMilliseconds: at),
+            rejected: row[4].integer == 1)
+    }
+
+    /// Duplicates per UTC day since `since` (ms since the epoch), oldest day first.
     func duplicateDays(since: Int64) throws -> [DuplicateDay] {
         try driver.run(
             """

@@ -2,7 +2,7 @@
 /// PostgreSQL across hosts) returns the first answer to a repeated key.
 extension LedgerStore: IdempotencyStore {
     func answer(scope: String, key: String, maxAge: Duration) throws -> StoredAnswer? {
-        let oldest = LedgerClock.now() - Self.milliseconds(maxAge)
+        let oldest = LedgerClock.now() - maxAge.milliseconds
         let row = try driver.run(
             """
             SELECT share_id, status, body FROM http_idempotency
@@ -15,7 +15,7 @@ extension LedgerStore: IdempotencyStore {
 
     func store(_ answer: StoredAnswer, scope: String, key: String) throws {
         // One transaction: an expired answer for the key is replaced, a live one is kept (the first answer wins).
-        let oldest = LedgerClock.now() - Self.milliseconds(HTTPServer.idempotencyWindow)
+        let oldest = LedgerClock.now() - HTTPServer.idempotencyWindow.milliseconds
         _ = try driver.execute(
             [
                 SQLStatement(
@@ -36,11 +36,6 @@ extension LedgerStore: IdempotencyStore {
 
     func expire(maxAge: Duration) throws {
         try driver.run(
-            "DELETE FROM http_idempotency WHERE created_at < ?", [.integer(LedgerClock.now() - Self.milliseconds(maxAge))])
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+            "DELETE FROM http_idempotency WHERE created_at < ?", [.integer(LedgerClock.now() - maxAge.milliseconds)])
     }
 }

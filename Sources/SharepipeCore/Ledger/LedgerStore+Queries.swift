@@ -2,17 +2,16 @@ import Foundation
 
 /// What the engine, `status`, `ls`, `show`, `events` and the metrics read; nothing here changes a share.
 extension LedgerStore {
-    /// The stage of each unfinished ledger state.
-    static let stages: [String: Spool.Stage] = [
-        "staged": .staging, "published": .incoming, "claimed": .processing, "quarantined": .quarantine,
-    ]
     /// The states of a share on its way: pending work and bytes.
     static let pendingStates = "('staged', 'published', 'claimed')"
 
+    /// Source identities still recorded as staged: the crash window between publish and source deletion.
     func stagedSources() throws -> [(shareID: String, identity: SourceIdentity)] {
         try stagedSources(where: "", [])
     }
 
+    /// The staged source records of one file (device and inode): a daemon that takes a file another one published
+    /// and died before unlinking finds it here.
     func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
         let file: [SQLValue] = [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))]
         return try stagedSources(where: " AND device = ? AND inode = ?", file)
@@ -32,15 +31,18 @@ extension LedgerStore {
         }
     }
 
+    /// The recorded state of a share, nil when it is unknown.
     func state(ofShare shareID: String) throws -> ShareState? {
         try driver.run("SELECT state FROM shares WHERE id = ?", [.text(shareID)]).scalar.text
             .flatMap(ShareState.init(rawValue:))
     }
 
+    /// Ids of the shares recorded in a state.
     func shareIDs(inState state: ShareState) throws -> [String] {
         try driver.run("SELECT id FROM shares WHERE state = ?", [.text(state.rawValue)]).rows.compactMap { $0[0].text }
     }
 
+    /// Shares staged, published or claimed, and their bytes.
     func pending() throws -> (shares: Int, bytes: Int64) {
         let row = try driver.run(
             "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM shares WHERE state IN \(Self.pendingStates)"
@@ -48,16 +50,19 @@ extension LedgerStore {
         return (row?[0].int ?? 0, row?[1].integer ?? 0)
     }
 
+    /// Published shares whose next attempt must wait: id → not-before (ms since the epoch).
     func deferredShares(now: Int64) throws -> [String: Int64] {
         let rows = try driver.run(
             "SELECT id, not_before FROM shares WHERE state = 'published' AND not_before > ?", [.integer(now)]).rows
         return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
+    /// Attempts recorded for a share.
     func attempts(ofShare shareID: String) throws -> Int {
         try driver.run("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)]).scalar.int
     }
 
+    /// When the first attempt since the share was last published by hand started, ms since the epoch.
     func firstAttemptAt(shareID: String) throws -> Int64? {
         try driver.run(
             """
@@ -68,6 +73,7 @@ extension LedgerStore {
         ).scalar.integer
     }
 
+    /// Retention: drops events, and rows of finished shares, last touched before `cutoff`. Returns events dropped.
     func prune(before cutoff: Int64) throws -> Int {
         try driver.execute(
             [
@@ -83,6 +89,7 @@ extension LedgerStore {
         )[0].changed
     }
 
+    /// Counts per state, pending bytes, oldest pending, recent failures.
     func status(now: Int64) throws -> SpoolStatus {
         var status = SpoolStatus()
         let counts: [String: WritableKeyPath<SpoolStatus, Int>] = [
@@ -96,7 +103,7 @@ extension LedgerStore {
             "SELECT COALESCE(SUM(bytes), 0), MIN(created_at) FROM shares WHERE state IN \(Self.pendingStates)"
         ).rows.first
         status.pendingBytes = pending?[0].integer ?? 0
-        status.oldestPendingCreatedAt = pending?[1].integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        status.oldestPendingCreatedAt = pending?[1].date
         for row in try driver.run(
             "SELECT code, COUNT(*) FROM events WHERE event = 'failed' AND code IS NOT NULL AND at >= ? GROUP BY code",
             [.integer(now - 86_400_000)]
@@ -107,6 +114,7 @@ extension LedgerStore {
         return status
     }
 
+    /// Every unfinished share, oldest first.
     func listShares() throws -> [ShareListing] {
         try driver.run(
             """
@@ -114,17 +122,16 @@ extension LedgerStore {
             WHERE state IN ('staged', 'published', 'claimed', 'quarantined') ORDER BY created_at, id
             """
         ).rows.compactMap { row in
-            guard let id = row[0].text, let stage = row[1].text.flatMap({ Self.stages[$0] }) else { return nil }
-            let notBefore = row[7].integer ?? 0
+            guard let id = row[0].text, let stage = row[1].text.flatMap(ShareState.init)?.stage else { return nil }
             return ShareListing(
                 shareId: id, stage: stage, attachments: row[2].int, bytes: row[3].integer ?? 0,
-                createdAt: Date(timeIntervalSince1970: Double(row[4].integer ?? 0) / 1000), attempts: row[5].int,
+                createdAt: row[4].date ?? Date(timeIntervalSince1970: 0), attempts: row[5].int,
                 lastCode: row[6].text.flatMap(ShareError.Code.init(rawValue:)),
-                notBefore: notBefore > 0 ? Date(timeIntervalSince1970: Double(notBefore) / 1000) : nil,
-                claimedBy: row[8].text)
+                notBefore: row[7].int > 0 ? row[7].date : nil, claimedBy: row[8].text)
         }
     }
 
+    /// Processed, failed and quarantined events after `sequence`, oldest first.
     func metricEvents(after sequence: Int64, limit: Int) throws -> [MetricEvent] {
         try driver.run(
             """
@@ -143,10 +150,12 @@ extension LedgerStore {
         }
     }
 
+    /// The newest event sequence number.
     func lastEventSequence() throws -> Int64 {
         try driver.run("SELECT COALESCE(MAX(seq), 0) FROM events").scalar.integer ?? 0
     }
 
+    /// A share's row, nil when the ledger does not know it (`sharepipe show`).
     func shareRecord(_ shareID: String) throws -> ShareRecord? {
         try driver.run(
             "SELECT id, state, source_app, created_at, attachments, bytes, attempts, last_code FROM shares WHERE id=?",
@@ -159,10 +168,12 @@ extension LedgerStore {
         }
     }
 
+    /// A share's events, oldest first.
     func timeline(ofShare shareID: String) throws -> [TimelineEvent] {
         try events(where: "e.share_id = ?", [.text(shareID)], limit: nil)
     }
 
+    /// Events after a sequence number, oldest first (`sharepipe events`).
     func events(after sequence: Int64, limit: Int) throws -> [TimelineEvent] {
         try events(where: "e.seq > ?", [.integer(sequence)], limit: limit)
     }

@@ -1,32 +1,28 @@
 import Foundation
 import Synchronization
 
-/// The ledger, written once over an `SQLDriver`: the schema and its migrations, every transition and every query.
-/// SQLite (`ledger.sqlite`, daemons on one host) and PostgreSQL (daemons on several hosts) differ only in their
-/// driver and `SQLDialect`.
+/// The ledger, written once over an `SQLDriver`: the schema and its migrations, every transition and every query —
+/// share records and lifecycle events with codes and sizes, never content, never file names; nothing else holds SQL.
+/// SQLite (daemons on one host) and PostgreSQL (several hosts) differ only in their driver and `SQLDialect`.
 ///
-/// A transition is a list of `Change`s applied in one transaction: each is guarded — it applies only to a row in a
-/// state it starts from and, for the consumer's transitions out of `claimed`, only to a claim this process holds
-/// (`claimed_by`, host:pid:boot-id) — and its events are written only where it applied. Times are the client's clock,
-/// except leases, which use the database's.
-///
-/// Leases: with a `lease` (PostgreSQL), a claim records `lease_until`, which a heartbeat thread renews while the
-/// process lives; a claim whose lease expired is picked by another daemon (`FOR UPDATE SKIP LOCKED`, so two never
-/// pick the same one), which recovers it if the claim's `flock` on `processing/S` is free. Without one (SQLite), the
-/// claimers share one host, where that `flock` alone tells a dead claimer from a live one.
-final class LedgerStore: ShareLedger {
+/// A transition is a list of guarded `Change`s applied in one transaction (`apply`). With a lease (PostgreSQL), a
+/// claim records `lease_until`, renewed by a heartbeat thread while the process lives; another daemon picks a claim
+/// whose lease expired (`pickExpiredClaims`) and recovers it if its `flock` is free. Times are the client's clock,
+/// except leases, which use the database's. The design, step by step: docs/ledger.md.
+final class LedgerStore: Sendable {
     let driver: any SQLDriver
     /// Who holds the claims this ledger records: host:pid:boot-id.
     let owner: String
-    /// How long a claim lasts without a heartbeat; nil for no leases.
-    let lease: Duration?
+    /// How long a claim's lease lasts without a heartbeat; nil for a ledger without leases, whose claimers share
+    /// one host, where a claim's `flock` alone tells a dead claimer from a live one.
+    let leaseDuration: Duration?
     /// The thread renewing this process's leases, started by the first claim.
     private let heartbeat = Mutex<LeaseHeartbeat?>(nil)
 
     /// Opens the ledger over `driver`, bringing its schema up to date. A schema newer than this sharepipe is refused.
     init(driver: any SQLDriver, lease: Duration? = nil, owner: String = LedgerStore.currentOwner()) throws {
         self.driver = driver
-        self.lease = lease
+        self.leaseDuration = lease
         self.owner = owner
         try Self.migrate(driver)
     }
@@ -94,7 +90,7 @@ final class LedgerStore: ShareLedger {
         let steps = migrations(dialect)
         let target = version ?? steps.count
         if try schemaVersion(driver) == target { return }
-        try driver.transaction { session in
+        try driver.withSession { session in try driver.inTransaction(session) {
             _ = try session.run(dialect.migrationPrelude.map { SQLStatement($0) })
             let found = try session.run([SQLStatement(dialect.schemaVersion)])[0].scalar.int
             guard found <= steps.count else {
@@ -104,7 +100,7 @@ final class LedgerStore: ShareLedger {
             guard found < target else { return }
             let statements = steps[found..<target].joined().map { SQLStatement($0) }
             _ = try session.run(statements + [SQLStatement(dialect.setSchemaVersion(target))])
-        }
+        } }
     }
 
     /// The schema version of the database, 0 when it has none; creates nothing.
@@ -120,14 +116,14 @@ final class LedgerStore: ShareLedger {
     /// `forgetSources` its source records deleted, only then.
     struct Change {
         var shareID: String, from: [ShareState], owned: Bool, set: String, values: [SQLValue], events: [Event]
-        var forgetSources = false
+        var forgetSources: Bool
 
         init(
             _ shareID: String, from: [ShareState] = [.claimed], owned: Bool = false, set: String,
-            values: [SQLValue] = [], _ events: Event...
+            values: [SQLValue] = [], forgetSources: Bool = false, _ events: Event...
         ) {
-            (self.shareID, self.from, self.owned, self.set, self.values, self.events) =
-                (shareID, from, owned, set, values, events)
+            (self.shareID, self.from, self.owned, self.set, self.values, self.forgetSources, self.events) =
+                (shareID, from, owned, set, values, forgetSources, events)
         }
     }
 
@@ -237,6 +233,7 @@ final class LedgerStore: ShareLedger {
 
     // MARK: Transitions
 
+    /// Publish: the shares, their attachment events and source identities, state staged, in one durable commit.
     func recordStaged(_ shares: [StagedRecord]) throws {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
@@ -252,10 +249,11 @@ final class LedgerStore: ShareLedger {
         }, durable: true)
     }
 
+    /// Publish: staged → published after the renames into `incoming`, and the source records of the shares in
+    /// `sourcesDone` marked done, in one commit. A share already past published is not a violation.
     func recordPublished(_ shareIDs: [String], sourcesDone: [String]) throws -> [PreconditionViolation] {
         // Not durable: if a power cut loses it, recovery finds the shares in `incoming` and their sources recorded
-        // staged, and rolls both forward. A consumer may claim (and finish) a share between its rename and this
-        // record: a share found past staged is no violation.
+        // staged, and rolls both forward. A consumer may claim (and finish) a share between its rename and this record.
         try apply(
             shareIDs.map { Change($0, from: [.staged], set: "state = 'published'", Event(.published)) },
             extra: sourcesDone.map { SQLStatement("UPDATE sources SET state = 'done' WHERE share_id=?", [.text($0)]) },
@@ -263,6 +261,8 @@ final class LedgerStore: ShareLedger {
         ).violations.filter { $0.found == nil || $0.found == .rejected }
     }
 
+    /// A share that was never staged (refused, or rolled back by its policy): its row and attachment events, state
+    /// rejected, in one commit.
     func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?) throws {
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(
@@ -271,22 +271,23 @@ final class LedgerStore: ShareLedger {
             durable: true)
     }
 
+    /// Staged → rejected: a share whose staging was removed before it was published; its sources are forgotten.
     func recordUnpublished(_ shareIDs: [String], code: ShareError.Code?) throws -> [PreconditionViolation] {
         try apply(shareIDs.map { id in
-            var change = Change(
+            Change(
                 id, from: [.staged], set: "state = 'rejected', last_code = ?", values: [SQLValue(code?.rawValue)],
-                Event(.rejected, code: code))
-            change.forgetSources = true
-            return change
+                forgetSources: true, Event(.rejected, code: code))
         }).violations
     }
 
+    /// Marks every staged source record done, once recovery has dealt with them.
     func markAllSourcesDone() throws {
         try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
     }
 
+    /// Published → claimed, in one commit. Returns the attempts already made by each share claimed.
     func recordClaimed(_ shareIDs: [String]) throws -> (attempts: [String: Int], violations: [PreconditionViolation]) {
-        let leaseUntil = lease.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
+        let leaseUntil = leaseDuration.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
         // A share renamed into `incoming` is published even while its publisher has not recorded it yet. Not
         // durable: a claim lost in a power cut leaves a published row for a share in `processing` (or back in
         // `incoming`), which recovery moves back without counting an attempt.
@@ -299,6 +300,7 @@ final class LedgerStore: ShareLedger {
         return result
     }
 
+    /// Claimed → processed (attempts + 1), and the copies' deletion, in one commit.
     func recordProcessed(_ completions: [(shareID: String, durationMilliseconds: Int64)]) throws
         -> [PreconditionViolation]
     {
@@ -310,6 +312,7 @@ final class LedgerStore: ShareLedger {
         }).violations
     }
 
+    /// Claimed → published with attempts + 1 and a not-before time (ms since the epoch).
     func recordRetry(shareID: String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64) throws
         -> [PreconditionViolation]
     {
@@ -320,6 +323,7 @@ final class LedgerStore: ShareLedger {
             Event(.failed, code: code, duration: durationMilliseconds), Event(.retried)))
     }
 
+    /// Claimed → quarantined with ERR_PROCESSOR_FAILED; `durationMilliseconds` nil when no attempt ran.
     func recordQuarantined(shareID: String, code: ShareError.Code, durationMilliseconds: Int64?) throws
         -> [PreconditionViolation]
     {
@@ -335,26 +339,31 @@ final class LedgerStore: ShareLedger {
         return try apply(change)
     }
 
+    /// Claimed → published without counting an attempt (graceful shutdown).
     func recordReleased(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(.retried, code: .cancelled)))
     }
 
+    /// Claimed → published with attempts + 1 (recovery of a dead claim).
     func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
     }
 
+    /// Quarantined → published with attempts reset (requeue).
     func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
             shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
             Event(.published)))
     }
 
+    /// Quarantined → purged.
     func recordPurged(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(shareID, from: [.quarantined], set: "state = 'purged'", Event(.deleted)))
     }
 
+    /// Recovery: the row follows the directory, whatever state it was in; an event `repaired` records it.
     func repair(shareID: String, to state: ShareState) throws {
         _ = try apply(Change(
             shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
@@ -363,20 +372,22 @@ final class LedgerStore: ShareLedger {
 
     // MARK: Leases
 
-    var leaseDuration: Duration? { lease }
-
+    /// How many times the ledger reconnected to its server after losing it; a change means the server went away
+    /// and came back, and claims that failed to record meanwhile may be waiting for recovery.
     var reconnections: Int { driver.reconnections }
 
     /// Extends the leases of every claim this process holds.
     func renewLeases() throws {
-        guard let lease else { return }
+        guard let lease = leaseDuration else { return }
         try driver.run(
             "UPDATE shares SET lease_until = \(driver.dialect.now) + ? WHERE state = 'claimed' AND claimed_by = ?",
             [.integer(lease.milliseconds), .text(owner)])
     }
 
+    /// Claims whose lease expired, picked for this process: their leases are extended, so that other processes
+    /// skip them while this one checks whether their claimer is gone. Empty for a ledger without leases.
     func pickExpiredClaims(limit: Int) throws -> [String] {
-        guard let lease else { return [] }
+        guard let lease = leaseDuration else { return [] }
         let now = driver.dialect.now
         return try driver.run(
             """
@@ -392,7 +403,7 @@ final class LedgerStore: ShareLedger {
     /// Starts the heartbeat once: every third of the lease it renews this process's leases, for as long as this
     /// ledger lives. A failed renewal is tried again at the next beat; the lease outlives two misses.
     private func startHeartbeat() {
-        guard let lease else { return }
+        guard let lease = leaseDuration else { return }
         heartbeat.withLock { heartbeat in
             guard heartbeat == nil else { return }
             heartbeat = LeaseHeartbeat(interval: max(Double(lease.milliseconds) / 3000, 0.05)) { [weak self] in
@@ -410,33 +421,7 @@ final class LedgerStore: ShareLedger {
     }
 }
 
-/// A named thread that calls `beat` every `interval` seconds until stopped; it waits on a condition, so `stop`
-/// ends it at once.
-final class LeaseHeartbeat: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var stopped = false  // Guarded by `condition`.
-
-    init(interval: Double, beat: @escaping @Sendable () -> Void) {
-        Thread { [self] in
-            System.nameCurrentThread("sp-heartbeat")
-            while condition.withLock({ () -> Bool in
-                let deadline = Date(timeIntervalSinceNow: interval)
-                while !stopped && condition.wait(until: deadline) {}
-                return !stopped
-            }) { beat() }
-        }.start()
-    }
-
-    func stop() {
-        condition.withLock { stopped = true }
-        condition.signal()
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
+/// Milliseconds since the epoch, the ledger's clock.
+enum LedgerClock {
+    static func now() -> Int64 { System.wallClockNanoseconds() / 1_000_000 }
 }

@@ -2,15 +2,11 @@ import CPQ
 import Foundation
 import Synchronization
 
-/// The driver of a PostgreSQL ledger: a small pool of libpq connections. Every libpq call of sharepipe is in this
-/// file.
-///
-/// No lock is held across a connect or a round trip: a caller takes an idle connection from the pool (or opens a new
-/// one, outside the lock) and owns it until it gives it back, so the lease heartbeat never waits behind a slow
-/// query. The statements of one `execute` go in one pipeline, an implicit transaction that costs one round trip.
-/// A connection the server dropped is noticed before it is used and replaced; while the server cannot be reached,
-/// calls fail at once with ERR_CONTAINER_UNAVAILABLE and a new connect is tried only after a backoff (0.1 s,
-/// doubling up to 5 s). Errors name the setting and a redacted target (`postgresql://user@host:port/db`).
+/// The driver of a PostgreSQL ledger, with every libpq call of sharepipe: a small pool of connections, none held under
+/// a lock across a connect or a round trip (the lease heartbeat never waits behind a slow query); one `execute` is one
+/// pipeline, an implicit transaction in one round trip. A dropped connection is replaced before use; an unreachable
+/// server fails calls at once with ERR_CONTAINER_UNAVAILABLE until a backoff (0.1 s doubling to 5 s) allows a new
+/// connect. Errors name the setting and a redacted target (`postgresql://user@host:port/db`).
 final class PostgresDriver: SQLDriver {
     static let dialect = SQLDialect(
         bigint: "BIGINT", serialKey: "BIGSERIAL PRIMARY KEY", lockRows: " FOR UPDATE",
@@ -176,15 +172,11 @@ final class PostgresDriver: SQLDriver {
         private func send(_ statement: SQLStatement) throws {
             let sql = PostgresDriver.dialect.placeholders(statement.sql)
             let types: [Oid] = statement.parameters.map { $0.integer != nil ? 20 : $0.text != nil ? 25 : 0 }
-            let copies = statement.parameters.map { value in
-                (value.integer.map { String($0) } ?? value.text).flatMap { strdup($0) }
-            }
-            defer { for copy in copies { free(copy) } }
-            let values = copies.map { UnsafePointer<CChar>($0) }
-            let sent = values.withUnsafeBufferPointer { valueBuffer in
+            let values = statement.parameters.map { $0.integer.map { String($0) } ?? $0.text }
+            let sent = withCStrings(values) { valuePointers in
                 types.withUnsafeBufferPointer { typeBuffer in
                     PQsendQueryParams(
-                        handle, sql, Int32(values.count), typeBuffer.baseAddress, valueBuffer.baseAddress, nil, nil, 0)
+                        handle, sql, Int32(values.count), typeBuffer.baseAddress, valuePointers, nil, nil, 0)
                 }
             }
             guard sent == 1 else { throw driver.failure(handle, result: nil) }
@@ -260,10 +252,10 @@ final class PostgresDriver: SQLDriver {
     }
 }
 
-/// Calls `body` with a NULL-terminated array of C strings that live for the call.
-private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
-    let copies = strings.map { strdup($0) }
+/// Calls `body` with the strings as C strings (NULL for nil), then a NULL, that live for the call.
+private func withCStrings<T>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+    let copies = strings.map { $0.flatMap { strdup($0) } }
     defer { for copy in copies { free(copy) } }
-    let pointers = copies.map { UnsafePointer<CChar>($0) } + [nil]
+    let pointers = copies.map { $0.map { UnsafePointer<CChar>($0) } } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

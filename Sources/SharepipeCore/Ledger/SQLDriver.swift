@@ -1,8 +1,8 @@
+import Foundation
+
 /// A value bound to or read from a statement. The ledger stores integers and text only.
 enum SQLValue: Sendable, Equatable, ExpressibleByStringLiteral {
-    case integer(Int64)
-    case text(String)
-    case null
+    case integer(Int64), text(String), null
 
     init(stringLiteral value: String) { self = .text(value) }
     init(_ value: Int) { self = .integer(Int64(value)) }
@@ -11,9 +11,10 @@ enum SQLValue: Sendable, Equatable, ExpressibleByStringLiteral {
 
     var integer: Int64? { if case .integer(let value) = self { value } else { nil } }
     var text: String? { if case .text(let value) = self { value } else { nil } }
-
     /// The integer as an `Int`, 0 for NULL.
     var int: Int { Int(integer ?? 0) }
+    /// An integer of ms since the epoch as a date.
+    var date: Date? { integer.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
 }
 
 /// One statement: SQL with `?` placeholders (the driver numbers them where its database wants `$1`, `$2` …) and the
@@ -40,27 +41,20 @@ struct SQLResult: Sendable {
 /// Everything the ledger's SQL needs that differs between SQLite and PostgreSQL; the rest is written once.
 struct SQLDialect: Sendable {
     /// Column types: a 64-bit integer, and an auto-numbered 64-bit primary key.
-    let bigint: String
-    let serialKey: String
-    /// Appended to a `SELECT` of rows the transaction goes on to change: locks them until it ends. SQLite needs
-    /// none (a write transaction holds the whole database).
-    let lockRows: String
-    /// Appended to a `SELECT` that picks rows to change: skips the rows other transactions hold.
-    let skipLocked: String
-    /// The database's clock, ms since the epoch (leases use it, so that clock skew between hosts cannot expire a
-    /// live claim).
+    let bigint: String, serialKey: String
+    /// Appended to a `SELECT` of rows the transaction goes on to change, locking them until it ends (SQLite: none,
+    /// a write transaction holds the whole database); and to one that picks rows to change, skipping those held.
+    let lockRows: String, skipLocked: String
+    /// The database's clock, ms since the epoch (leases use it: clock skew between hosts cannot expire a claim).
     let now: String
     /// Statements that serialize migrations and make the schema version readable.
     let migrationPrelude: [String]
     /// One integer: 1 when the schema version can be read without creating anything, 0 for an empty database.
     let schemaPresent: String
     /// The schema version, and the statement that records a new one.
-    let schemaVersion: String
-    let setSchemaVersion: @Sendable (Int) -> String
-    /// Whether placeholders are numbered (`$1`) rather than `?`.
-    let numberedPlaceholders: Bool
-    /// Starts a transaction that will write.
-    let begin: String
+    let schemaVersion: String, setSchemaVersion: @Sendable (Int) -> String
+    /// Whether placeholders are numbered (`$1`) rather than `?`; what starts a transaction that will write.
+    let numberedPlaceholders: Bool, begin: String
     /// Takes a lock on a key (`?` class, `?` key, both 32-bit) held until the transaction ends, so that transactions
     /// about one thing run one after the other; nil where `begin` already serializes every writer (SQLite).
     var keyLock: String? = nil
@@ -93,11 +87,6 @@ extension SQLDriver {
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue] = []) throws -> SQLResult {
         try execute([SQLStatement(sql, parameters)], durable: true)[0]
-    }
-
-    /// Runs `body` in one transaction that reads before it writes (schema migrations); rolled back when it throws.
-    func transaction<T>(_ body: (any SQLSession) throws -> T) throws -> T {
-        try withSession { session in try inTransaction(session) { try body(session) } }
     }
 
     /// Runs `body` between the dialect's `begin` and `COMMIT` on `session`; `ROLLBACK` when it throws.

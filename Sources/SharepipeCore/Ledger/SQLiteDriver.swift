@@ -2,15 +2,11 @@ import CSQLite
 import Foundation
 import Synchronization
 
-/// The driver of `ledger.sqlite`: one connection per process behind a lock, in WAL mode with `synchronous=FULL`, so
-/// that every commit is durable before the file-system step it guards. Statements are prepared once and cached.
-///
-/// Daemons on one host share the file. SQLite's busy handler waits for another process's write, but not for every
-/// lock: the first opening of a fresh file, its switch to WAL and a migration racing another daemon's can fail at
-/// once with SQLITE_BUSY. Every operation is therefore retried on a busy or locked database until `busyDeadline`
-/// after it began (it is all or nothing, so trying it again is safe). Write transactions are `BEGIN IMMEDIATE`: the
-/// write lock is taken at the start, where the busy handler waits for it, never in the middle of a transaction that
-/// has read.
+/// The driver of `ledger.sqlite`: one connection per process behind a lock, WAL with `synchronous=FULL` (a commit is
+/// durable before the file-system step it guards), statements prepared once. SQLite's busy handler does not wait for
+/// every lock (a fresh file's first opening, its switch to WAL, racing migrations), so every operation, all or
+/// nothing, is retried on a busy or locked database until `busyDeadline`; write transactions are `BEGIN IMMEDIATE`,
+/// taking the write lock where the busy handler waits for it, never after a read.
 final class SQLiteDriver: SQLDriver {
     static let dialect = SQLDialect(
         bigint: "INTEGER", serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT", lockRows: "", skipLocked: "",

@@ -66,14 +66,7 @@ extension ShareLifecycle {
     static func reconciliation(of shareID: String, recorded: ShareState, foundIn found: Spool.Stage?)
         -> (record: Record, isRepair: Bool)?
     {
-        let expected: Spool.Stage? = switch recorded {
-        case .staged: .staging
-        case .published: .incoming
-        case .claimed: .processing
-        case .quarantined: .quarantine
-        case .processed, .rejected, .purged: nil
-        }
-        guard let expected, found != expected, found != .processing else { return nil }
+        guard let expected = recorded.stage, found != expected, found != .processing else { return nil }
         if recorded == .staged && found == .incoming {
             // The publisher's crash window between the rename and the published record: a normal publish.
             return (.published([shareID], sourcesDone: []), false)

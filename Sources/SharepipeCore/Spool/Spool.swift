@@ -11,7 +11,7 @@ public final class Spool: Sendable {
     /// The state directory.
     public let root: String
     /// The ledger of this spool.
-    let ledger: any ShareLedger
+    let ledger: LedgerStore
     /// Where precondition violations and engine failures are logged (nil: nowhere).
     let logger: Logger?
     /// The state directory and its stages, open for the spool's lifetime.
@@ -68,7 +68,7 @@ public final class Spool: Sendable {
     }
 
     /// Opens the spool at `root` with the given ledger.
-    init(root: String, ledger: any ShareLedger, logger: Logger?) throws {
+    init(root: String, ledger: LedgerStore, logger: Logger?) throws {
         self.root = Self.trimmed(root)
         try Self.prepare(root: self.root)
         self.ledger = ledger

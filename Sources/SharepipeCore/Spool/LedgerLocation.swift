@@ -22,7 +22,7 @@ public enum LedgerLocation: Sendable, Equatable {
 
     /// Opens (creating or migrating) the ledger of the spool at `root`; a ledger that cannot be used is
     /// ERR_CONTAINER_UNAVAILABLE naming `--ledger`.
-    func open(root: String) throws -> any ShareLedger {
+    func open(root: String) throws -> LedgerStore {
         do {
             switch self {
             case .sqlite: return try LedgerStore(driver: SQLiteDriver(path: root + "/ledger.sqlite"))

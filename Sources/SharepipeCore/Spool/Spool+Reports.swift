@@ -118,3 +118,12 @@ extension Spool {
         try ledger.events(after: sequence, limit: limit)
     }
 }
+
+/// A consumer-side event for the metrics: what happened, its code, and for a processed share the time from its
+/// sources' last write to processed.
+struct MetricEvent: Sendable {
+    var sequence: Int64
+    var event: LedgerEvent
+    var code: ShareError.Code?
+    var latencySeconds: Double?
+}
