@@ -119,6 +119,21 @@ import Testing
         #expect(attempts == ["a": 2])
     }
 
+    @Test func aClaimWhoseRecordFailsMovesItsSharesBack() {
+        var run = ShareLifecycle.claim(["a", "b"])
+        let (points, actions, outcome) = drive(&run) { action in
+            switch action {
+            case .record(.claimed): return .failed(error)
+            default: return .done
+            }
+        }
+        #expect(points == ["claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming"])
+        guard case .move(let back, .processing, .incoming) = actions.last else { Issue.record("no move back"); return }
+        #expect(back == ["a", "b"])
+        guard case .claimed(let attempts) = outcome else { Issue.record("not a claim outcome"); return }
+        #expect(attempts.isEmpty)
+    }
+
     @Test func completeRecordsBeforeItRemoves() {
         var run = ShareLifecycle.complete([.init(shareID: "a", durationMilliseconds: 3)])
         #expect(drive(&run).points == ["complete.record-processed", "complete.remove-processing"])

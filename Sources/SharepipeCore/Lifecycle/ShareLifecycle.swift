@@ -247,6 +247,9 @@ struct ShareLifecycle: Sendable {
         case unstage
         /// Publish after the ledger recorded them staged: remove, record unpublished.
         case unpublish
+        /// A claim whose record failed (the ledger is full or gone): the shares it moved go back to `incoming`
+        /// under its lock, claimable again at once rather than after the next sweep.
+        case unclaim
         /// The failure is logged and the run goes on: the step's effect is rolled forward by recovery.
         case tolerate
         /// The run ends with the error; whatever the step left is recovery's.
@@ -443,6 +446,7 @@ struct ShareLifecycle: Sendable {
             pending = shares.isEmpty ? [] : [.move(shares, from: .incoming, to: .processing)]
         case (.claim, .move(_, .incoming, .processing)):
             shares = done ?? shares
+            onFailure = .unclaim
             pending = shares.isEmpty ? [] : [.record(.claimed(shares))]
         default:
             break
@@ -461,6 +465,11 @@ struct ShareLifecycle: Sendable {
             for id in shares { failures[id] = error }
             onFailure = .tolerate
             pending = [.remove(shares, from: .staging), .record(.unpublished(shares, code: error.code))]
+            shares = []
+        case .unclaim:
+            for id in shares { failures[id] = error }
+            onFailure = .tolerate
+            pending = [.move(shares, from: .processing, to: .incoming)]
             shares = []
         case .tolerate:
             // The step's effect is rolled forward by recovery; the run goes on (a source removal that failed
