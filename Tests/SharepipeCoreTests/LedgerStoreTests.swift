@@ -151,25 +151,28 @@ import Testing
         let id = share.manifest.shareId
         try ledger.recordStaged([share])
         _ = try ledger.recordClaimed([id])
-        // Long enough to outlast a starved test thread on a loaded machine; cancelled once the checks are done.
-        let slowQuery = "SELECT pg_sleep(60) /* sharepipe-test \(UUID().uuidString) */"
-        // On a thread of its own, started here: a Task could wait for a free cooperative thread while the whole
-        // suite runs, and the query would start only after the checks.
+        // The slow query waits for an advisory lock that a connection of another driver holds until the checks are
+        // done; on a thread of its own, started here (a Task could wait for a free cooperative thread while the
+        // whole suite runs).
+        let holder = try PostgresDriver(url: TestPostgres.freshDatabase(), setting: "SHAREPIPE_TEST_PG")
+        let key = Int.random(in: 1..<Int(Int32.max))
+        _ = try holder.run("SELECT pg_advisory_lock(\(key))")
         let slowFailure = Mutex<String?>(nil)
         let slow = Thread {
-            do { _ = try ledger.driver.run(slowQuery) } catch { slowFailure.withLock { $0 = "\(error)" } }
+            do { _ = try ledger.driver.run("SELECT pg_advisory_lock(\(key))") } catch {
+                slowFailure.withLock { $0 = "\(error)" }
+            }
         }
         slow.start()
-        let sleeping = "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = '\(slowQuery)'"
-        // Asked through the same ledger while the slow query runs on the server.
-        #expect(try await eventually(.seconds(30)) { try ledger.driver.run(sleeping).scalar.int == 1 })
+        let waiting = "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(key)"
+        #expect(try await eventually(.seconds(30)) { try holder.run(waiting).scalar.int == 1 })
+        // Asked through the same ledger while the slow query waits on the server.
         try ledger.renewLeases()
         #expect(try ledger.state(ofShare: id) == .claimed)
-        #expect(try ledger.driver.run(sleeping).scalar.int == 1, "the slow query ended before the other calls did")
-        _ = try ledger.driver.run("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = '\(slowQuery)'")
+        #expect(!slow.isFinished, "the slow query ended before the other calls did")
+        _ = try holder.run("SELECT pg_advisory_unlock(\(key))")
         #expect(try await eventually(.seconds(30)) { slow.isFinished })
-        let failure = slowFailure.withLock { $0 }
-        #expect(failure?.contains("cancel") == true, "\(failure ?? "the slow query was not cancelled")")
+        #expect(slowFailure.withLock { $0 } == nil)
     }
 }
 
