@@ -94,8 +94,8 @@ struct FuseTests {
         }
     }
 
-    /// Two daemons on one inbox and one state directory, both on the mount: 300 drops, each stored exactly once,
-    /// and both daemons did part of the work.
+    /// Two daemons started together on one inbox and one state directory, both on the mount: 300 drops, each stored
+    /// exactly once, and both daemons did part of the work.
     @Test(arguments: Kind.allCases)
     func twoDaemonsOnOneSpoolOnAFuseMountTakeEachDropOnce(kind: Kind) async throws {
         try #require(FuseEnvironment.enabled(kind.tools) || !FuseEnvironment.required, "tools missing in CI")
@@ -109,12 +109,12 @@ struct FuseTests {
                     "daemon", "--inbox", inbox, "--state", state, "--processor", "store", "--output", output,
                     "--settle", "20",
                 ]
-                var daemons: [SharepipeProcess] = []
-                for _ in 0..<2 {
-                    let daemon = try SharepipeProcess(arguments)
+                // Started at the same moment: both open, migrate and recover one fresh ledger on the mount at once
+                // (one of them used to exit with "database is locked").
+                let daemons = try (0..<2).map { _ in try SharepipeProcess(arguments) }
+                for daemon in daemons {
                     #expect(try await eventually(.seconds(30)) { daemon.stderrSoFar.contains("event=daemon.ready") },
                             "\(daemon.stderrSoFar)")
-                    daemons.append(daemon)
                 }
                 try drops.release(names, from: mountpoint + "/scratch", into: inbox)
                 #expect(try await eventually(.seconds(180)) { regularFiles(under: output).count >= names.count })
