@@ -163,7 +163,8 @@ static int open_if_regular(const char *path) {
         return -1;
     }
     int fd = openat(backing, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    return fd >= 0 ? fd : openat(backing, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    /* A file the server may not write still gets its data forgotten: an O_PATH descriptor can be fstat'ed. */
+    return fd >= 0 ? fd : openat(backing, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* After a call that may have removed the last name of the file open as fd (from open_if_regular; -1: none): if it
@@ -176,8 +177,8 @@ static void forget_if_nameless(int fd) {
     struct stat status;
     struct dirty *entry = fstat(fd, &status) == 0 && status.st_nlink == 0 ? find_dirty(status.st_ino) : NULL;
     if (entry) {
-        /* Fails only for a file the server cannot write (opened read-only): its open descriptors then read what
-         * was last written back. */
+        /* Fails only for a file the server cannot write (an O_PATH descriptor): its open descriptors then read
+         * what was last written back. */
         (void)write_back(fd, entry);
         drop_dirty(status.st_ino);
     }
