@@ -99,9 +99,10 @@ struct PowerCutTests {
     }
 
     /// powercutfs itself: data written to a file after its last name is gone (SQLite writes its `-shm` back from
-    /// its mapping after unlinking it) must not outlive the file. ext4 gives a freed inode number to the next file
-    /// created, and that file must come back from a power cut exactly as it was written and synced — it came back
-    /// with the dead file's 32 KiB behind its own bytes, and the daemon rejected it as ERR_TYPE_MISMATCH.
+    /// its mapping after unlinking it) still reads back through the open descriptor, but must not outlive the
+    /// file. ext4 gives a freed inode number to the next file created, and that file must come back from a power
+    /// cut exactly as it was written and synced — it came back with the dead file's 32 KiB behind its own bytes, and
+    /// the daemon rejected it as ERR_TYPE_MISMATCH.
     @Test func unsyncedDataDiesWithItsFileAndNeverReachesTheNextFileOnItsInode() async throws {
         try await withTemporaryDirectory { dir in
             let backing = dir + "/backing"
@@ -120,6 +121,10 @@ struct PowerCutTests {
                 #expect(write(fd, [UInt8](repeating: 0xAB, count: 32 << 10), at: 0))
                 #expect(unlink(doomed) == 0)
                 #expect(write(fd, [UInt8](repeating: 0xCD, count: 32 << 10), at: 0), "a write to an unlinked file")
+                // The nameless file still reads back what was written to it.
+                var back = [UInt8](repeating: 0, count: 32 << 10)
+                let count = back.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+                #expect(count == back.count && back.allSatisfy { $0 == 0xCD }, "read back \(count) bytes")
                 close(fd)
                 let name = dir + "/mnt/kept-\(index)"
                 let bytes = Array("kept \(index)\n".utf8)
