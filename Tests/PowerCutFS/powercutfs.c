@@ -9,6 +9,13 @@
  * instance mounted on the same BACKING serves what reached the disk. A file created but never synced comes back
  * empty; one rewritten but not synced comes back as it was last synced.
  *
+ * Unsynced data is keyed by the backing file's inode number, and ext4 hands a freed number to the next file it
+ * creates, so the data must never outlive the file: when a call removes a file's last name, whatever of it is
+ * unsynced is written back to the (now nameless) backing file, not synced — a nameless file is gone after a power
+ * cut anyway, and descriptors still open on it keep reading what they wrote — and forgotten; writes to a file that
+ * has no name any more (SQLite's -shm, written back from its mapping after SQLite unlinked it) go straight to the
+ * backing file. The removal and that check hold the data lock, so no write can slip in between them.
+ *
  * How faithful: data only. Directory operations (create, mkdir, rename, link, unlink, rmdir) reach BACKING at once,
  * as on a file system whose metadata journal commits before the call returns; a missing directory fsync is not
  * caught, a missing file fsync is.
@@ -92,13 +99,18 @@ static int reserve(struct dirty *entry, size_t size) {
     return 0;
 }
 
-/* The dirty entry of the file open as fd, loaded from the backing file on first use. Called with the lock held. */
+/* The dirty entry of the file open as fd, loaded from the backing file on first use; NULL for a file without a name
+ * (its data goes straight to the backing file). Called with the lock held. */
 static int load_dirty(int fd, struct dirty **result) {
     struct stat status;
     if (fstat(fd, &status) != 0) {
         return -errno;
     }
     struct dirty *entry = find_dirty(status.st_ino);
+    if (!entry && status.st_nlink == 0) {
+        *result = NULL;
+        return 0;
+    }
     if (!entry) {
         entry = calloc(1, sizeof *entry);
         if (!entry) {
@@ -130,14 +142,47 @@ static int load_dirty(int fd, struct dirty **result) {
     return 0;
 }
 
-/* Drops the unsynced data of the file at path when the call about to be made removes its last name. */
-static void forget_if_last_name(const char *path) {
-    struct stat status;
-    if (fstatat(backing, path, &status, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(status.st_mode) && status.st_nlink <= 1) {
-        pthread_mutex_lock(&lock);
-        drop_dirty(status.st_ino);
-        pthread_mutex_unlock(&lock);
+/* Writes a file's whole unsynced contents to its backing file (not synced). Called with the lock held. */
+static int write_back(int fd, const struct dirty *entry) {
+    size_t done = 0;
+    while (done < entry->size) {
+        ssize_t count = pwrite(fd, entry->data + done, entry->size - done, (off_t)done);
+        if (count < 0) {
+            return -errno;
+        }
+        done += (size_t)count;
     }
+    return ftruncate(fd, (off_t)entry->size) == 0 ? 0 : -errno;
+}
+
+/* The regular file at path, opened on the backing side before a call that may remove its last name; -1 for anything
+ * else (nothing there, a directory, a symlink, a device: none of those has unsynced data). */
+static int open_if_regular(const char *path) {
+    struct stat status;
+    if (fstatat(backing, path, &status, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(status.st_mode)) {
+        return -1;
+    }
+    int fd = openat(backing, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    /* A file the server may not write still gets its data forgotten: an O_PATH descriptor can be fstat'ed. */
+    return fd >= 0 ? fd : openat(backing, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* After a call that may have removed the last name of the file open as fd (from open_if_regular; -1: none): if it
+ * did, the file's unsynced data is written back and forgotten. Closes fd. Called with the lock held, the same hold
+ * as the removal. */
+static void forget_if_nameless(int fd) {
+    if (fd < 0) {
+        return;
+    }
+    struct stat status;
+    struct dirty *entry = fstat(fd, &status) == 0 && status.st_nlink == 0 ? find_dirty(status.st_ino) : NULL;
+    if (entry) {
+        /* Fails only for a file the server cannot write (an O_PATH descriptor): its open descriptors then read
+         * what was last written back. */
+        (void)write_back(fd, entry);
+        drop_dirty(status.st_ino);
+    }
+    close(fd);
 }
 
 static void apply_dirty_size(struct stat *status) {
@@ -215,8 +260,12 @@ static int pc_mkdir(const char *path, mode_t mode) {
 }
 
 static int pc_unlink(const char *path) {
-    forget_if_last_name(relative(path));
-    return unlinkat(backing, relative(path), 0) == 0 ? 0 : -errno;
+    int fd = open_if_regular(relative(path));
+    pthread_mutex_lock(&lock);
+    int result = unlinkat(backing, relative(path), 0) == 0 ? 0 : -errno;
+    forget_if_nameless(fd);
+    pthread_mutex_unlock(&lock);
+    return result;
 }
 
 static int pc_rmdir(const char *path) {
@@ -231,8 +280,12 @@ static int pc_rename(const char *from, const char *to, unsigned int flags) {
     if (flags != 0) {
         return -EINVAL;
     }
-    forget_if_last_name(relative(to));
-    return renameat(backing, relative(from), backing, relative(to)) == 0 ? 0 : -errno;
+    int replaced = open_if_regular(relative(to));
+    pthread_mutex_lock(&lock);
+    int result = renameat(backing, relative(from), backing, relative(to)) == 0 ? 0 : -errno;
+    forget_if_nameless(replaced);
+    pthread_mutex_unlock(&lock);
+    return result;
 }
 
 static int pc_link(const char *from, const char *to) {
@@ -255,6 +308,11 @@ static int truncate_fd(int fd, off_t size) {
     pthread_mutex_lock(&lock);
     struct dirty *entry;
     int error = load_dirty(fd, &entry);
+    if (error == 0 && !entry) {
+        error = ftruncate(fd, size) == 0 ? 0 : -errno;
+        pthread_mutex_unlock(&lock);
+        return error;
+    }
     if (error == 0) {
         error = reserve(entry, (size_t)size);
     }
@@ -344,6 +402,12 @@ static int pc_write(const char *path, const char *buffer, size_t size, off_t off
     pthread_mutex_lock(&lock);
     struct dirty *entry;
     int error = load_dirty((int)file->fh, &entry);
+    if (error == 0 && !entry) {
+        ssize_t count = pwrite((int)file->fh, buffer, size, offset);
+        error = count < 0 ? -errno : 0;
+        pthread_mutex_unlock(&lock);
+        return error != 0 ? error : (int)count;
+    }
     if (error == 0) {
         error = reserve(entry, (size_t)offset + size);
     }
@@ -384,21 +448,7 @@ static int pc_fsync(const char *path, int datasync, struct fuse_file_info *file)
     }
     pthread_mutex_lock(&lock);
     struct dirty *entry = find_dirty(status.st_ino);
-    int error = 0;
-    if (entry) {
-        size_t done = 0;
-        while (error == 0 && done < entry->size) {
-            ssize_t count = pwrite(fd, entry->data + done, entry->size - done, (off_t)done);
-            if (count < 0) {
-                error = -errno;
-            } else {
-                done += (size_t)count;
-            }
-        }
-        if (error == 0 && ftruncate(fd, (off_t)entry->size) != 0) {
-            error = -errno;
-        }
-    }
+    int error = entry ? write_back(fd, entry) : 0;
     if (error == 0 && (datasync ? fdatasync(fd) : fsync(fd)) != 0) {
         error = -errno;
     }
