@@ -59,7 +59,7 @@ final class HTTPServer: Sendable {
     /// How long an idempotency key is remembered.
     static let idempotencyWindow: Duration = .seconds(24 * 3600)
     /// Bytes libmicrohttpd reads per connection at a time: the most one connection holds in memory.
-    static let connectionBuffer = 128 << 10
+    static let connectionBuffer = 512 << 10
 
     /// Binds every listener (or takes the sockets systemd passed) and prepares the stores; nothing is served until
     /// `run()`. A listener beyond loopback and unix sockets without `--tokens` is an `HTTPUsageError`.
