@@ -41,6 +41,8 @@ final class HTTPServer: Sendable {
     let timeline: Timeline?
     let listeners: [Listener]
     let uploads: TusStore
+    /// Where `POST /v1/shares` bodies are received.
+    let receiving: ReceiveDirectory
     let idempotency: any IdempotencyStore
     /// Uploads with a PATCH in progress: a second one at the same time is refused (409).
     let busyUploads = Mutex<Set<String>>([])
@@ -81,6 +83,7 @@ final class HTTPServer: Sendable {
             throw ShareError(.containerUnavailable, "this ledger keeps no idempotency keys")
         }
         self.idempotency = idempotency
+        receiving = try ReceiveDirectory(spool: spool)
         var listeners: [Listener] = []
         do {
             if configuration.socketActivation {
@@ -113,6 +116,8 @@ final class HTTPServer: Sendable {
     func run() async throws {
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
+        // After the daemons below have stopped: no connection writes a body any more.
+        defer { receiving.remove() }
         var daemons: [MHDDaemon] = []
         defer {
             for daemon in daemons { daemon.stop() }
@@ -621,7 +626,8 @@ final class RequestContext: @unchecked Sendable {
         }
         if let refusal = capacityRefusal(limits, tus: false) { return .answer(refusal) }
         do {
-            let receiver = try ShareBodyReceiver(spool: server.spool, kind: kind, head: head, limits: limits)
+            let receiver = try ShareBodyReceiver(
+                directory: server.receiving, kind: kind, head: head, limits: limits)
             countsAsUpload = true
             server.metrics.uploadStarted()
             return .share(receiver)

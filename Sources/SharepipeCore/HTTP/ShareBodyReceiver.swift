@@ -37,15 +37,17 @@ struct SharePart: Decodable, Sendable {
     var attachments: [String: Attachment]?
 }
 
-/// Receives a `POST /v1/shares` body into a directory of its own under `staging/` (`staging/http-UUID/`, locked like
-/// a share being loaded, so no recovery removes it while it is written, and any recovery removes it after a crash),
-/// one file per representation, written as the bytes arrive; the limits are counted and the SHA-256 computed as
+/// Receives a `POST /v1/shares` body into the server's `ReceiveDirectory` under `staging/` (locked like a share being
+/// loaded, so no recovery removes it while it is written, and any recovery removes it after a crash), one file per
+/// representation (`REQUEST-N`), written as the bytes arrive; the limits are counted and the SHA-256 computed as
 /// they arrive, and each file's writeback is started as it grows, so the loader adopts the files as the share's
 /// copies without reading them again and the publisher's barrier finds little left to write. Used from the
 /// connection's thread, one call at a time, until `finish`; then only `discard`, from the thread that ingests.
 final class ShareBodyReceiver: @unchecked Sendable {
-    private let directoryPath: String
-    private let lock: DirectoryLock
+    /// Where this body's files go: `RECEIVE-DIRECTORY/REQUEST-`, then the part's number.
+    private let filePrefix: String
+    /// Every file created so far, for `discard`.
+    private var created: [String] = []
     private let maxFileSize: Int64
     private let maxShareSize: Int64
     private let maxAttachments: Int
@@ -74,18 +76,12 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// A receiver for a body of `kind`; `head` gives a single body's name and types.
     init(
-        spool: Spool, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
+        directory: ReceiveDirectory, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
     ) throws {
         maxFileSize = limits.maxFileSize
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
-        let name = "http-" + UUID.random().uuidString
-        try spool.directories.staging.makeDirectory(name)
-        directoryPath = spool.path(.staging) + "/" + name
-        guard let lock = try DirectoryLock.acquire(directoryPath) else {
-            throw ShareError(.io, "the receive directory was removed before it could be locked", errno: ENOENT)
-        }
-        self.lock = lock
+        filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
         switch kind {
         case .multipart(let boundary):
             parser = MultipartParser(boundary: boundary)
@@ -96,7 +92,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
             }
             let contentType = head["content-type"].map { HeaderValue($0).value.lowercased() }
             let part = ReceivedBody.Part(
-                path: directoryPath + "/0", filename: disposition?.filename, contentType: contentType)
+                path: filePrefix + "0", filename: disposition?.filename, contentType: contentType)
             single = ReceivedBody.Attachment(
                 field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
             try begin(part.path)
@@ -153,11 +149,11 @@ final class ShareBodyReceiver: @unchecked Sendable {
         return ReceivedBody(attachments: attachments, sourceApp: sourceApp)
     }
 
-    /// Removes what was received (after the loader copied it, or when the request failed or was cut off).
+    /// Removes what was received (after the loader adopted it, or when the request failed or was cut off).
     func discard() {
         closeFile()
-        try? lock.removeContents()
-        try? System.removeDirectory(directoryPath)
+        for path in created { try? System.unlink(path) }
+        created = []
     }
 
     private func handle(_ event: MultipartParser.Event) throws {
@@ -178,7 +174,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 partState = .skipped
                 return
             }
-            let path = directoryPath + "/" + String(partCount)
+            let path = filePrefix + String(partCount)
             let part = ReceivedBody.Part(path: path, filename: head.filename, contentType: head.contentType)
             if let index = attachments.firstIndex(where: { $0.field == head.name }) {
                 attachments[index].parts.append(part)
@@ -235,9 +231,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// Creates the next file and starts counting and hashing it.
     private func begin(_ path: String) throws {
-        let created = try Self.create(path)
-        hasher = ReceiveHasher(descriptor: created.rawValue)
-        file = consume created
+        let opened = try Self.create(path)
+        created.append(path)
+        hasher = ReceiveHasher(descriptor: opened.rawValue)
+        file = consume opened
         fileBytes = 0
         writebackFrom = 0
     }

@@ -68,9 +68,9 @@ struct TusStore: Sendable {
 
 /// Uploads in flight as `sharepipe status` sees them from outside the daemon.
 public enum HTTPUploadsInFlight {
-    /// Bodies being received now (`staging/http-*`) and resumable uploads not finished yet (`uploads/*`).
+    /// Bodies being received now (files in `staging/http-*/`) and resumable uploads not finished yet (`uploads/*`).
     public static func count(in spool: Spool) -> (bodies: Int, resumable: Int) {
-        let bodies = ((try? System.listDirectory(spool.path(.staging))) ?? []).filter { $0.hasPrefix("http-") }.count
+        let bodies = ReceiveDirectory.bodiesInFlight(in: spool)
         guard let store = try? TusStore(existingIn: spool.root) else { return (bodies, 0) }
         let open = ((try? store.ids()) ?? []).filter { id in
             guard let upload = try? store.load(id) else { return false }
