@@ -78,7 +78,7 @@ final class HTTPServer: Sendable {
         self.loaderConfiguration = loaderConfiguration
         self.activation = activation
         self.timeline = timeline
-        uploads = try TusStore(stateDirectory: spool.root)
+        uploads = try TusStore(stateDirectory: spool.root, ledger: spool.ledger as? any UploadRecords)
         guard let idempotency = spool.ledger as? any IdempotencyStore else {
             throw ShareError(.containerUnavailable, "this ledger keeps no idempotency keys")
         }
@@ -158,11 +158,16 @@ final class HTTPServer: Sendable {
     }
 
     /// Every minute (or every half expiry, when that is shorter): expired tus uploads and idempotency keys are
-    /// removed.
+    /// removed, and the ledger's rows of the uploads made those of their files again.
     private func expireLoop() async {
         let (expiry, _) = configuration.uploadExpiry.components
         let interval = Duration.seconds(min(60, max(1, expiry / 2)))
         while !Task.isCancelled {
+            do {
+                try uploads.reconcile()
+            } catch {
+                logger.warning("http.upload_records_failed", [("message", .string("\(error)"))])
+            }
             let now = System.wallClockNanoseconds() / 1_000_000
             for id in (try? uploads.ids()) ?? [] {
                 guard let upload = try? uploads.load(id), upload.expiresAt <= now,
