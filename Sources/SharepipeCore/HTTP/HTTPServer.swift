@@ -60,7 +60,9 @@ final class HTTPServer: Sendable {
 
     /// How long an idempotency key is remembered.
     static let idempotencyWindow: Duration = .seconds(24 * 3600)
-    /// Bytes libmicrohttpd reads per connection at a time: the most one connection holds in memory.
+    /// libmicrohttpd's memory per connection, the most one connection holds; it reads a body up to half of it at a
+    /// time. 512 KiB (256 KiB reads) receives a large body with a quarter of the calls of 128 KiB (64 KiB reads),
+    /// and costs 16 concurrent uploads 6 MiB more (measured: 55 MiB peak for 16 × 256 MiB).
     static let connectionBuffer = 512 << 10
 
     /// Binds every listener (or takes the sockets systemd passed) and prepares the stores; nothing is served until

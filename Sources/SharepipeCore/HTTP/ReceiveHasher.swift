@@ -5,7 +5,8 @@ import Synchronization
 /// the connection's buffer as they are written (a small upload never leaves the connection's thread); past them,
 /// each written range is hashed on a thread of its own, read back from the page cache, so that receiving and
 /// writing the next bytes overlaps with hashing (on one thread the hash costs as much as the receive and the write
-/// together). At most `maxQueued` ranges wait, so the writer stays a few MiB ahead at most and memory stays flat:
+/// together). At most `maxQueued` ranges wait, so the writer stays at most 16 MiB ahead (in the page cache: enough
+/// for a hashing thread that the scheduler let wait a moment, 4 MiB measured slower) and memory stays flat:
 /// one `bufferSize` buffer, allocated only for a large file. It borrows the descriptor's number: its owner waits for
 /// `finalize()` (or `waitUntilIdle()`) before closing it. Its calls come one at a time (the receiver's discipline).
 final class ReceiveHasher: @unchecked Sendable {
@@ -13,7 +14,7 @@ final class ReceiveHasher: @unchecked Sendable {
     static let inlineBytes: Int64 = 1 << 20
     /// The size of a range handed to the hashing thread.
     static let rangeBytes: Int64 = 1 << 20
-    static let maxQueued = 4
+    static let maxQueued = 16
     static let bufferSize = 128 << 10
 
     private let descriptor: Int32
