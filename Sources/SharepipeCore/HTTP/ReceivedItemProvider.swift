@@ -85,6 +85,7 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
         }
         if !types.isEmpty { return (types, nil) }
         let sniffed = try? TypeSniffer.sniffHead(path: path)
-        return (FileItemProvider.derivedTypes(path: suggestedName ?? "upload", sniffed: sniffed, registry: registry), sniffed)
+        let derived = FileItemProvider.derivedTypes(path: suggestedName ?? "upload", sniffed: sniffed, registry: registry)
+        return (derived, sniffed)
     }
 }

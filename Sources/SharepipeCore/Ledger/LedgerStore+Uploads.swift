@@ -40,7 +40,9 @@ extension LedgerStore: UploadRecords {
         let gone = rows.compactMap { $0[0].text }.filter { !keep.contains($0) }
         guard !gone.isEmpty else { return }
         _ = try driver.execute(
-            gone.map { SQLStatement("DELETE FROM http_uploads WHERE id = ? AND holder = ?", [.text($0), .text(holder)]) },
+            gone.map { id in
+                SQLStatement("DELETE FROM http_uploads WHERE id = ? AND holder = ?", [.text(id), .text(holder)])
+            },
             durable: false)
     }
 

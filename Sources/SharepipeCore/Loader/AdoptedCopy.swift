@@ -4,7 +4,7 @@ import Glibc
 /// (an HTTP body), hashed as its bytes arrived. The loader adopts the file as the share's copy (a second name in
 /// `staging/S`) instead of copying it a second time: the bytes pass through the machine once.
 struct ReceivedFile: Sendable, Equatable {
-    /// The file, in a locked directory of its own under `staging/`; nobody writes to it any more.
+    /// The file, in a locked directory under `staging/`; nobody writes to it any more.
     var path: String
     /// Its size, counted as it was received.
     var bytes: Int64
