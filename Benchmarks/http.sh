@@ -83,9 +83,11 @@ upload_all "$dir"
 while ! { empty "$dir/state/incoming" && empty "$dir/state/processing"; }; do sleep 0.01; done
 http_seconds=$(elapsed "$start" "$(now)")
 http_rate=$(rate "$FILES" "$http_seconds")
-# The same daemon drains the same files dropped into its inbox (one rename each).
+# The same daemon drains the same files dropped into its inbox (one rename each). An inbox file is removed once its
+# share is published, so an empty inbox, incoming and processing mean every share is done (staging keeps the HTTP
+# server's receive directory).
 inbox_result=$(python3 "$PEERS/harness.py" drop "$dir/source-inbox" "$dir/inbox" \
-    --wait "$dir/state/staging" --wait "$dir/state/incoming" --wait "$dir/state/processing")
+    --wait "$dir/state/incoming" --wait "$dir/state/processing")
 read -r _ inbox_seconds inbox_rate <<<"$inbox_result"
 stop_daemon
 printf '  sharepipe HTTP   %6d uploads in %7.2f s = %7.1f uploads/s\n' "$FILES" "$http_seconds" "$http_rate"

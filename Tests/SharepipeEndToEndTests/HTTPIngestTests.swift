@@ -83,6 +83,44 @@ struct HTTPIngestTests {
         }
     }
 
+    /// The received body is adopted as the share's copy: the digest computed while receiving is the stored file's,
+    /// the stored file has a single name, and a fallback to the body's next declared type still finds the bytes.
+    @Test func aReceivedBodyIsTheCopyWithItsDigestFromTheReceiveAndFallsBackLikeAnyProvider() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let daemon = try await sandbox.start()
+            let bytes = randomBytes(20 << 20 + 12345)
+            let file = try writeFile(dir + "/large.bin", bytes)
+            let large = try await curlResponse([
+                "--data-binary", "@" + file, "-H", "Content-Type: application/octet-stream",
+                "-H", "Content-Disposition: attachment; filename=large.bin", daemon.baseURL + "/v1/shares",
+            ])
+            #expect(large.status == 201, "\(large.body)")
+            let copied = try #require((try large.json["attachments"] as? [[String: Any]])?.first)
+            #expect(copied["bytes"] as? Int == bytes.count)
+            #expect(copied["sha256"] as? String == (try await sha256(ofFile: file)))
+
+            let fallback = try await curlResponse([
+                "--data-binary", "plain text, not a JPEG", "-H", "Sharepipe-Type: public.jpeg, public.plain-text",
+                daemon.baseURL + "/v1/shares",
+            ])
+            #expect(fallback.status == 201, "\(fallback.body)")
+            let text = try #require((try fallback.json["attachments"] as? [[String: Any]])?.first)
+            #expect(text["typeIdentifier"] as? String == "public.plain-text")
+            #expect((text["attempts"] as? [[String: Any]])?.first?["code"] as? String == "ERR_TYPE_MISMATCH")
+
+            let expected: Set<[UInt8]> = [bytes, Array("plain text, not a JPEG".utf8)]
+            #expect(try await eventually(.seconds(60)) { Set(sandbox.storedFiles.values) == expected })
+            for name in sandbox.storedFiles.keys {
+                var status = stat()
+                #expect(lstat(sandbox.output + "/" + name, &status) == 0)
+                #expect(status.st_nlink == 1, "\(name) has \(status.st_nlink) links")
+            }
+            #expect(sandbox.stagingEntries.isEmpty)
+            _ = try await daemon.stop()
+        }
+    }
+
     @Test func aRejectedShareIs422WithItsReceiptAndTheLimitsAre413BeforeOrWhileReceiving() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)

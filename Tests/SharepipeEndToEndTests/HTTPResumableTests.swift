@@ -167,6 +167,46 @@ struct HTTPResumableTests {
         }
     }
 
+    /// Two daemons (two state directories, as on two hosts) on one PostgreSQL ledger: `status` on either counts the
+    /// resumable uploads of both, a finished or terminated upload no longer counts, and the files in each state
+    /// directory stay the uploads' own.
+    @Test(.enabled(
+        if: DuplicateCommandTests.postgres != nil || DuplicateCommandTests.postgresRequired, "SHAREPIPE_TEST_PG is unset"))
+    func statusCountsTheUploadsInFlightOfEveryDaemonOnTheLedger() async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try ClusterTests.freshDatabase()
+            let sandboxes = [HTTPSandbox(root: dir + "/a"), HTTPSandbox(root: dir + "/b")]
+            var daemons: [HTTPDaemon] = []
+            for sandbox in sandboxes { daemons.append(try await sandbox.start(["--ledger", ledger])) }
+            let tus = ["-H", "Tus-Resumable: 1.0.0"]
+            var locations: [String] = []
+            for daemon in daemons {
+                let created = try await curlResponse(
+                    tus + ["-X", "POST", "-H", "Upload-Length: 5", daemon.baseURL + "/v1/uploads/"])
+                #expect(created.status == 201)
+                locations.append(daemon.baseURL + (try #require(created.headers["location"])))
+            }
+            func resumable(_ sandbox: HTTPSandbox) throws -> Int? {
+                let result = try runSharepipe(["status", "--state", sandbox.state, "--ledger", ledger, "--json"])
+                #expect(result.status == 0, "\(result.stderr)")
+                return (try result.jsonObject["uploads"] as? [String: Int])?["resumable"]
+            }
+            #expect(try resumable(sandboxes[0]) == 2)
+            #expect(try resumable(sandboxes[1]) == 2)
+
+            let body = try writeFile(dir + "/body", Array("hello".utf8))
+            let finished = try await curlResponse(tus + [
+                "-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream", "-H", "Upload-Offset: 0",
+                "--data-binary", "@" + body, locations[0],
+            ])
+            #expect(finished.status == 204)
+            #expect(try resumable(sandboxes[1]) == 1)
+            #expect(try await curlResponse(tus + ["-X", "DELETE", locations[1]]).status == 204)
+            #expect(try resumable(sandboxes[0]) == 0)
+            for daemon in daemons { _ = try await daemon.stop() }
+        }
+    }
+
     @Test func pythonRequestsUploadsAMultipartShare() async throws {
         try await withTemporaryDirectory { dir in
             let python = try await pythonWithClients()

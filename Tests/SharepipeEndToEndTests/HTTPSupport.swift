@@ -32,8 +32,13 @@ struct HTTPSandbox {
         return HTTPDaemon(process: process, addresses: addresses)
     }
 
-    /// Shares in `incoming`, `processing` and the output, and what is left in `staging`.
-    var stagingEntries: [String] { httpDirectoryNames(state + "/staging") }
+    /// What is left in `staging`: shares being loaded, and received bodies (a running server's receive directory,
+    /// `http-UUID`, counts only when it holds a file).
+    var stagingEntries: [String] {
+        httpDirectoryNames(state + "/staging").filter { name in
+            !name.hasPrefix("http-") || !httpDirectoryNames(state + "/staging/" + name).isEmpty
+        }
+    }
 
     /// Every regular file stored in the output, by `group/name`.
     var storedFiles: [String: [UInt8]] {

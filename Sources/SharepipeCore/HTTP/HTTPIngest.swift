@@ -13,6 +13,7 @@ struct HTTPIngest: Sendable {
         return body.attachments.map { attachment in
             let single = attachment.field == nil
             var representations: [ReceivedItemProvider.Representation] = []
+            var sniffed: TypeSniffer.SniffedHead?
             for (index, part) in attachment.parts.enumerated() {
                 let explicit: [String]?
                 if single {
@@ -20,15 +21,17 @@ struct HTTPIngest: Sendable {
                 } else {
                     explicit = attachment.types.map { [$0[index]] }
                 }
-                let types = ReceivedItemProvider.declaredTypes(
+                let (types, head) = ReceivedItemProvider.declaredTypes(
                     explicit: explicit, mimeType: part.contentType,
                     suggestedName: HeaderValue.safeFileName(part.filename), path: part.path, registry: registry)
+                sniffed = sniffed ?? head
                 for type in single ? types : Array(types.prefix(1))
                 where !representations.contains(where: { $0.type == type }) {
-                    representations.append(.init(type: type, path: part.path))
+                    representations.append(.init(type: type, path: part.path, received: part.received))
                 }
             }
-            return ReceivedItemProvider(representations: representations, suggestedName: attachment.suggestedName)
+            return ReceivedItemProvider(
+                representations: representations, suggestedName: attachment.suggestedName, sniffed: sniffed)
         }
     }
 

@@ -8,6 +8,8 @@ struct ReceivedBody: Sendable {
         var path: String
         var filename: String?
         var contentType: String?
+        /// The file's size and SHA-256, counted and hashed as it was received; nil until the part is complete.
+        var received: ReceivedFile?
     }
 
     /// One attachment: a form field's parts (multipart) or the body (single).
@@ -35,13 +37,17 @@ struct SharePart: Decodable, Sendable {
     var attachments: [String: Attachment]?
 }
 
-/// Receives a `POST /v1/shares` body into a directory of its own under `staging/` (`staging/http-UUID/`, locked like
-/// a share being loaded, so no recovery removes it while it is written, and any recovery removes it after a crash),
-/// one file per representation, written as the bytes arrive; the limits are counted as they arrive. Used from the
+/// Receives a `POST /v1/shares` body into the server's `ReceiveDirectory` under `staging/` (locked like a share being
+/// loaded, so no recovery removes it while it is written, and any recovery removes it after a crash), one file per
+/// representation (`REQUEST-N`), written as the bytes arrive; the limits are counted and the SHA-256 computed as
+/// they arrive, and each file's writeback is started as it grows, so the loader adopts the files as the share's
+/// copies without reading them again and the publisher's barrier finds little left to write. Used from the
 /// connection's thread, one call at a time, until `finish`; then only `discard`, from the thread that ingests.
 final class ShareBodyReceiver: @unchecked Sendable {
-    private let directoryPath: String
-    private let lock: DirectoryLock
+    /// Where this body's files go: `RECEIVE-DIRECTORY/REQUEST-`, then the part's number.
+    private let filePrefix: String
+    /// Every file created so far, for `discard`.
+    private var created: [String] = []
     private let maxFileSize: Int64
     private let maxShareSize: Int64
     private let maxAttachments: Int
@@ -49,6 +55,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private var single: ReceivedBody.Attachment?
     private var file: FileDescriptor?
     private var fileBytes: Int64 = 0
+    /// The SHA-256 of the file being written.
+    private var hasher: ReceiveHasher?
+    /// Where the bytes of the file being written whose writeback was not started yet begin.
+    private var writebackFrom: Int64 = 0
     private(set) var totalBytes: Int64 = 0
     private var attachments: [ReceivedBody.Attachment] = []
     private var shareJSON: [UInt8]?
@@ -56,6 +66,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private enum PartState { case none, file, share, skipped }
     private var partState = PartState.none
     private var partCount = 0
+    /// The attachment and part the file being written belongs to.
+    private var current: (attachment: Int, part: Int)?
 
     /// Most parts of one multipart body (files, the `share` part and skipped fields together).
     static let maxParts = 1000
@@ -64,18 +76,12 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// A receiver for a body of `kind`; `head` gives a single body's name and types.
     init(
-        spool: Spool, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
+        directory: ReceiveDirectory, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
     ) throws {
         maxFileSize = limits.maxFileSize
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
-        let name = "http-" + UUID.random().uuidString
-        try spool.directories.staging.makeDirectory(name)
-        directoryPath = spool.path(.staging) + "/" + name
-        guard let lock = try DirectoryLock.acquire(directoryPath) else {
-            throw ShareError(.io, "the receive directory was removed before it could be locked", errno: ENOENT)
-        }
-        self.lock = lock
+        filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
         switch kind {
         case .multipart(let boundary):
             parser = MultipartParser(boundary: boundary)
@@ -86,10 +92,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
             }
             let contentType = head["content-type"].map { HeaderValue($0).value.lowercased() }
             let part = ReceivedBody.Part(
-                path: directoryPath + "/0", filename: disposition?.filename, contentType: contentType)
+                path: filePrefix + "0", filename: disposition?.filename, contentType: contentType)
             single = ReceivedBody.Attachment(
                 field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
-            file = try Self.create(part.path)
+            try begin(part.path)
         }
     }
 
@@ -112,8 +118,11 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// The body is complete: what it holds.
     func finish() throws(ShareError) -> ReceivedBody {
-        file = nil
-        if let single { return ReceivedBody(attachments: [single]) }
+        if var single {
+            single.parts[0].received = try end(single.parts[0].path)
+            return ReceivedBody(attachments: [single])
+        }
+        closeFile()
         try parser!.finish()
         var sourceApp: String?
         if let shareJSON {
@@ -140,11 +149,11 @@ final class ShareBodyReceiver: @unchecked Sendable {
         return ReceivedBody(attachments: attachments, sourceApp: sourceApp)
     }
 
-    /// Removes what was received (after the loader copied it, or when the request failed or was cut off).
+    /// Removes what was received (after the loader adopted it, or when the request failed or was cut off).
     func discard() {
-        file = nil
-        try? lock.removeContents()
-        try? System.removeDirectory(directoryPath)
+        closeFile()
+        for path in created { try? System.unlink(path) }
+        created = []
     }
 
     private func handle(_ event: MultipartParser.Event) throws {
@@ -165,19 +174,20 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 partState = .skipped
                 return
             }
-            let path = directoryPath + "/" + String(partCount)
+            let path = filePrefix + String(partCount)
             let part = ReceivedBody.Part(path: path, filename: head.filename, contentType: head.contentType)
             if let index = attachments.firstIndex(where: { $0.field == head.name }) {
                 attachments[index].parts.append(part)
+                current = (index, attachments[index].parts.count - 1)
             } else {
                 guard attachments.count < maxAttachments else {
                     throw ShareError(.tooManyAttachments, "more than \(maxAttachments) attachments")
                 }
                 attachments.append(ReceivedBody.Attachment(
                     field: head.name, parts: [part], suggestedName: HeaderValue.safeFileName(head.filename)))
+                current = (attachments.count - 1, 0)
             }
-            file = try Self.create(path)
-            fileBytes = 0
+            try begin(path)
             partState = .file
         case .partData(let bytes):
             switch partState {
@@ -192,7 +202,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 break
             }
         case .partEnd:
-            file = nil
+            if partState == .file, let (attachment, part) = current {
+                attachments[attachment].parts[part].received = try end(attachments[attachment].parts[part].path)
+            }
+            current = nil
             partState = .none
         case .end:
             break
@@ -207,11 +220,44 @@ final class ShareBodyReceiver: @unchecked Sendable {
             throw ShareError(.shareTooLarge, "the share is over the \(maxShareSize)-byte limit")
         }
         try file?.writeAll(bytes)
+        try hasher?.written(bytes)
         fileBytes += Int64(bytes.count)
         totalBytes += Int64(bytes.count)
+        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) {
+            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
+            writebackFrom = fileBytes
+        }
+    }
+
+    /// Creates the next file and starts counting and hashing it.
+    private func begin(_ path: String) throws {
+        let opened = try Self.create(path)
+        created.append(path)
+        hasher = ReceiveHasher(descriptor: opened.rawValue)
+        file = consume opened
+        fileBytes = 0
+        writebackFrom = 0
+    }
+
+    /// The file being written is complete: what was received. A small file's writeback is left to the barrier.
+    private func end(_ path: String) throws(ShareError) -> ReceivedFile {
+        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) / 2 {
+            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
+        }
+        defer { closeFile() }
+        let sha256 = try hasher?.finalize() ?? ""
+        return ReceivedFile(path: path, bytes: fileBytes, sha256: sha256)
+    }
+
+    /// Closes the file being written, once its hasher no longer reads it.
+    private func closeFile() {
+        hasher?.waitUntilIdle()
+        hasher = nil
+        file = nil
     }
 
     private static func create(_ path: String) throws -> FileDescriptor {
-        try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        // Readable too: the hasher reads large files back from the page cache.
+        try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
     }
 }

@@ -104,11 +104,11 @@ final class TusReceiver: @unchecked Sendable {
         let explicit = upload.metadata["types"].map { text in
             text.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
         }
-        let types = ReceivedItemProvider.declaredTypes(
+        let (types, sniffed) = ReceivedItemProvider.declaredTypes(
             explicit: explicit, mimeType: upload.metadata["filetype"]?.lowercased(), suggestedName: name, path: path,
             registry: server.registry)
         let provider = ReceivedItemProvider(
-            representations: types.map { .init(type: $0, path: path) }, suggestedName: name)
+            representations: types.map { .init(type: $0, path: path) }, suggestedName: name, sniffed: sniffed)
         let receipt = await HTTPIngest(loader: loader, activation: server.activation)
             .ingest([provider], sourceApp: upload.owner)
         if receipt.status != .failed { shareID = receipt.shareId }

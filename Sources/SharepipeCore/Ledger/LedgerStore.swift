@@ -80,6 +80,8 @@ final class LedgerStore: Sendable {
             ],
             // v5: the contents of copies, for the duplicate check (issue 21).
             contentsMigration(dialect),
+            // v6 (issue 19): the records of resumable uploads, for every daemon's `status`.
+            uploadsMigration(dialect),
         ]
     }
 

@@ -68,6 +68,7 @@ public struct ShareLoader: Sendable {
         if shareState.cancelled.load(ordering: .relaxed) {
             return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, records: records)
         }
+        for case let adopting as any AdoptingProvider in providers { adopting.adoptionsEnded() }
         return await finish(
             shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, origin: origin)
     }
@@ -185,6 +186,8 @@ public struct ShareLoader: Sendable {
         let copied: Result<CopyEngine.Result, ShareError>
         if let opened = provider as? any DescriptorBackedProvider {
             copied = opened.copy(engine: engine, to: destination)
+        } else if let received = (provider as? any AdoptingProvider)?.receivedFile(forTypeIdentifier: chosen) {
+            copied = engine.adopting(received, to: destination)
         } else {
             copied = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
         }
