@@ -17,7 +17,8 @@ extension Spool {
             throw ShareError(.containerUnavailable, "state directory \(root) does not exist", errno: Errno.noEntry)
         }
         guard status.kind == .directory else {
-            throw ShareError(.containerUnavailable, "state directory \(root) is not a directory", errno: Errno.notDirectory)
+            throw ShareError(
+                .containerUnavailable, "state directory \(root) is not a directory", errno: Errno.notDirectory)
         }
         return try Spool(root: root, ledger: ledger)
     }
