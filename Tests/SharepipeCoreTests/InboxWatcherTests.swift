@@ -365,7 +365,7 @@ extension InboxWatcherTests {
                 while case let batch = try tracker.inotify.readAvailable(into: &buffer), !batch.isEmpty {
                     events += batch
                 }
-                #expect(events.contains { $0.has(IN_Q_OVERFLOW) })
+                #expect(events.contains { $0.has(.queueOverflow) })
                 #expect(try tracker.handle(events, now: 1).isEmpty)
                 #expect(tracker.judgeDue(now: settle).isEmpty)
                 let ready = tracker.judgeDue(now: 1 + settle)

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Runs `/bin/sh -c COMMAND` once per copied attachment; exit status 0 means processed.
 ///
@@ -39,7 +38,7 @@ package struct ExecProcessor: Processor {
                 "SHAREPIPE_SUGGESTED_NAME": attachment.suggestedName ?? "", "PATH": path,
             ]
             if let origin = attachment.duplicateOf { environment["SHAREPIPE_DUPLICATE_OF"] = origin.shareId }
-            let child = try ChildProcess.spawnShell(command, environment: environment, output: STDERR_FILENO)
+            let child = try ChildProcess.spawnShell(command, environment: environment, output: System.standardError)
             switch try await wait(for: child) {
             case .exited(0):
                 continue
@@ -81,18 +80,18 @@ package struct ExecProcessor: Processor {
     }
 
     private static func terminate(_ child: ChildProcess, grace: Duration) async throws {
-        child.signalGroup(SIGTERM)
+        child.signalGroup(Signal.terminate)
         let clock = ContinuousClock()
         let end = clock.now + grace
         while clock.now < end {
             if try child.poll() != nil {
                 // The shell is gone; what it started may still be running in its group.
-                child.signalGroup(SIGKILL)
+                child.signalGroup(Signal.kill)
                 return
             }
             try await clock.sleep(until: min(end, clock.now + .milliseconds(10)))
         }
-        child.signalGroup(SIGKILL)
+        child.signalGroup(Signal.kill)
         while try child.poll() == nil {
             try await clock.sleep(until: clock.now + .milliseconds(5))
         }

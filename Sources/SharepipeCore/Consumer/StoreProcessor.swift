@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Moves each copy into `OUTPUT/<group>/` — group by conformance: image, video, audio, pdf, text, archive, other —
 /// under a name built from the suggested name, sanitised, and made unique as `name (1).ext`, `name (2).ext` …; or,
@@ -42,7 +41,7 @@ package struct StoreProcessor: Processor {
     /// Stores every copy of the share; the directories they went to are fsynced before it returns.
     package func process(_ share: ClaimedShare) async throws {
         try System.makeDirectories(output, mode: 0o755)
-        let root = try FileDescriptor.open(output, flags: O_RDONLY | O_DIRECTORY)
+        let root = try FileDescriptor.openDirectory(output, followingSymlink: true)
         let capabilities = try FileSystemCapabilities.probeOnce(output)
         let date = Self.day(of: share.manifest.createdAt)
         let folder = share.manifest.folder.map { Self.sanitizedName($0, fallback: "folder") } ?? ""
@@ -75,7 +74,7 @@ package struct StoreProcessor: Processor {
 
     /// Opens (creating what is missing) each directory below `root` in turn, never following a symlink.
     private static func openDirectories(_ components: [String], in root: Int32) throws -> FileDescriptor {
-        var directory = try FileDescriptor.open(".", relativeTo: root, flags: O_RDONLY | O_DIRECTORY)
+        var directory = try FileDescriptor.openDirectory(".", relativeTo: root)
         for component in components {
             let next = try openGroup(component, in: directory.rawValue)
             directory = next
@@ -94,8 +93,8 @@ package struct StoreProcessor: Processor {
             try System.sync(descriptor: root)
         }
         do {
-            return try FileDescriptor.open(group, relativeTo: root, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
-        } catch let error as ShareError where error.errno == ELOOP || error.errno == ENOTDIR {
+            return try FileDescriptor.openDirectory(group, relativeTo: root)
+        } catch let error as ShareError where error.errno == Errno.symlinkLoop || error.errno == Errno.notDirectory {
             throw ShareError(.io, "output directory \(group) is a symlink or not a directory", errno: error.errno)
         }
     }
@@ -121,12 +120,12 @@ package struct StoreProcessor: Processor {
                     ? try System.renameNoReplace(attachment.path, to: candidate, toDirectory: directory)
                     : try System.moveFileByLink(attachment.path, to: candidate, toDirectory: directory)
                 if moved { return }
-            } catch let error as ShareError where error.errno == EXDEV {
+            } catch let error as ShareError where error.errno == Errno.crossDevice {
                 try storeAcrossDevices(attachment, name: name, temporary: temporary, in: directory)
                 return
             }
         }
-        throw ShareError(.io, "no free name left in the output group", errno: EEXIST)
+        throw ShareError(.io, "no free name left in the output group", errno: Errno.exists)
     }
 
     private func storeAcrossDevices(
@@ -141,23 +140,22 @@ package struct StoreProcessor: Processor {
             guard try Self.candidates(name).contains(where: { candidate in
                 try System.linkNoReplace(temporary, to: candidate, fromDirectory: directory, toDirectory: directory)
             }) else {
-                throw ShareError(.io, "no free name left in the output group", errno: EEXIST)
+                throw ShareError(.io, "no free name left in the output group", errno: Errno.exists)
             }
             try System.sync(descriptor: directory)
         }
         try System.unlink(attachment.path)
         do {
             try System.unlink(temporary, relativeTo: directory)
-        } catch let error as ShareError where error.errno == ENOENT {
+        } catch let error as ShareError where error.errno == Errno.noEntry {
             // Removed by another process's start-up sweep: its final name stands.
         }
     }
 
     /// The copy is written under an exclusive `flock`, so that another process's start-up sweep leaves it alone.
     private func copy(_ source: String, to temporary: String, in directory: Int32) throws {
-        let input = try FileDescriptor.open(source, flags: O_RDONLY | O_NOFOLLOW)
-        let output = try FileDescriptor.open(
-            temporary, relativeTo: directory, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        let input = try FileDescriptor.openForReading(source)
+        let output = try FileDescriptor.create(temporary, relativeTo: directory)
         _ = try output.lock(exclusive: true, nonBlocking: true)
         try System.copyContents(from: input, to: output)
         try output.sync()
@@ -201,7 +199,7 @@ package struct StoreProcessor: Processor {
     }
 
     private static func removeUnlocked(_ path: String) throws -> Bool {
-        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let file = try FileDescriptor.openForReading(path)
         let status = try file.status()
         guard status.kind == .regular, status.linkCount == 1, try file.lock(exclusive: true, nonBlocking: true) else {
             return false

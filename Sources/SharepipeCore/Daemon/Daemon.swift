@@ -1,4 +1,3 @@
-import Glibc
 import Synchronization
 
 /// `sharepipe daemon`: recovery, then the watcher, the ingester and the consumer as long-running parts in one task
@@ -163,7 +162,7 @@ package struct Daemon: Sendable {
     }
 
     private func runForever(_ context: Context, server: HTTPServer?) async throws -> Int32 {
-        let signals = System.signals([SIGTERM, SIGINT, SIGHUP])
+        let signals = System.signals([Signal.terminate, Signal.interrupt, Signal.hangUp])
         let watcher = InboxWatcher(
             inbox: configuration.inbox, settle: configuration.settle, poll: configuration.poll,
             rescanInterval: configuration.rescanInterval, ignore: IgnoreRules(globs: configuration.ignore))
@@ -220,7 +219,7 @@ package struct Daemon: Sendable {
             }
             group.addTask {
                 for await number in signals {
-                    if number == SIGHUP {
+                    if number == Signal.hangUp {
                         reloadConfiguration(context)
                     } else {
                         logger.info("daemon.stopping", [("signal", .int(Int64(number)))])

@@ -1,5 +1,3 @@
-import Glibc
-
 /// The outcome of one `sharepipe doctor` check.
 package struct DiagnosticCheck: Sendable, Equatable {
     /// How a check came out.

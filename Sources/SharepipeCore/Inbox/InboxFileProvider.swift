@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// The provider of one inbox entry inside a drop: an open, locked regular file (`source`), or an entry that cannot
 /// be shared (`failure`: a symlink, FIFO, socket or device inside a dropped folder). Its types come from the name
@@ -41,7 +40,7 @@ struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
             let result = try engine.copyFile(from: source.descriptor, sizeHint: source.status.size, to: destination)
             if source.changedSinceOpened() {
                 try? System.unlink(destination)
-                return .failure(ShareError(.io, "the file changed while it was copied", errno: EAGAIN))
+                return .failure(ShareError(.io, "the file changed while it was copied", errno: Errno.tryAgain))
             }
             return .success(result)
         } catch let error as ShareError {

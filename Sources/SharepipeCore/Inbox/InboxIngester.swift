@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Turns ready inbox entries into shares: a file into a one-attachment share, a folder (flattened) into one
 /// multi-attachment share. Each file is opened once (`O_NOFOLLOW|O_NONBLOCK`), locked with a non-blocking exclusive
@@ -118,12 +117,14 @@ struct InboxIngester: Sendable {
     static func open(_ name: String, in directory: InboxDirectory) -> Opened {
         let descriptor: FileDescriptor
         do {
-            descriptor = try directory.directory.open(name, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            descriptor = try directory.directory.openForReading(name)
         } catch let error as ShareError {
             switch error.errno {
-            case ENOENT, ENOTDIR: return .vanished
-            case ELOOP: return .refused(ShareError(.notRegularFile, "the inbox entry is a symlink", errno: ELOOP))
-            case ENXIO: return .refused(ShareError(.notRegularFile, "the inbox entry is a socket", errno: ENXIO))
+            case Errno.noEntry, Errno.notDirectory: return .vanished
+            case Errno.symlinkLoop:
+                return .refused(ShareError(.notRegularFile, "the inbox entry is a symlink", errno: Errno.symlinkLoop))
+            case Errno.noDevice:
+                return .refused(ShareError(.notRegularFile, "the inbox entry is a socket", errno: Errno.noDevice))
             default: return .refused(error)
             }
         } catch {
@@ -280,7 +281,7 @@ struct InboxIngester: Sendable {
             let bytes = try JSONSerialization.data(withJSONObject: reason, options: [.sortedKeys, .prettyPrinted])
             try System.writeAtomically(Array(bytes), to: directory, name: finalName + ".reason.json", mode: 0o640)
             return .rejected(error.code)
-        } catch let failure as ShareError where failure.errno == ENOENT {
+        } catch let failure as ShareError where failure.errno == Errno.noEntry {
             return .vanished
         } catch {
             let failure = error as? ShareError ?? ShareError(.io, "\(error)")
@@ -309,6 +310,6 @@ struct InboxIngester: Sendable {
                 return candidate
             }
         }
-        throw ShareError(.io, "no free name in .rejected", errno: EEXIST)
+        throw ShareError(.io, "no free name in .rejected", errno: Errno.exists)
     }
 }

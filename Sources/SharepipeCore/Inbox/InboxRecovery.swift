@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// The inbox's side of exactly-once ingest: a file whose share was published but which a crash left in the inbox
 /// is unlinked, not ingested again — at start-up for every such file (`recover`), and by whichever daemon takes such
@@ -114,7 +113,7 @@ struct InboxRecovery: Sendable {
     }
 
     private static func sha256(ofFile path: String) throws -> String {
-        try sha256(of: try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+        try sha256(of: try FileDescriptor.openForReading(path))
     }
 
     /// SHA-256 of a whole file, read from offset 0 without moving the file position.

@@ -1,5 +1,3 @@
-import Glibc
-
 /// A directory of the inbox, open for relative calls (`openat`, `unlinkat`) so that neither depth nor path length
 /// matters; it knows its parent and its name there, so an emptied folder can be removed.
 final class InboxDirectory: Sendable {

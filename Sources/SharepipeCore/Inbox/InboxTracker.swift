@@ -1,5 +1,3 @@
-import Glibc
-
 /// The inotify side of the inbox watcher: turns events and scans into ready candidates.
 ///
 /// Owned by one thread; time comes in as `now` (monotonic nanoseconds) so that the rules can be tested without
@@ -10,8 +8,10 @@ struct InboxTracker: ~Copyable {
     /// Events that a watched directory reports, the inbox's own deletion or move included. `IN_OPEN` and the two
     /// closes tell whether anyone holds a file open: an entry that appeared without being opened (a hard link, a
     /// rename) is complete as it is.
-    static let treeEvents = IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE
-        | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+    static let treeEvents: InotifyMask = [
+        .open, .closeWrite, .closeNoWrite, .movedTo, .movedFrom, .create, .delete, .modify, .attributes, .deleteSelf,
+        .moveSelf, .onlyDirectory,
+    ]
 
     let inotify: Inotify
     private let inbox: String
@@ -73,19 +73,19 @@ struct InboxTracker: ~Copyable {
         var seen: Set<String> = []
         var overflow = false
         for event in events {
-            if event.has(IN_Q_OVERFLOW) {
+            if event.has(.queueOverflow) {
                 overflow = true
                 continue
             }
-            if event.watch == inboxWatch && event.has(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED) {
+            if event.watch == inboxWatch && event.has([.deleteSelf, .moveSelf, .unmount, .ignored]) {
                 throw InboxWatcher.inboxGone
             }
-            if event.has(IN_IGNORED) {
+            if event.has(.ignored) {
                 directories[event.watch] = nil
                 continue
             }
             // A directory's own deletion or move is handled through its parent's event.
-            guard let base = directories[event.watch], !event.has(IN_DELETE_SELF | IN_MOVE_SELF) else { continue }
+            guard let base = directories[event.watch], !event.has([.deleteSelf, .moveSelf]) else { continue }
             guard let top = apply(event, base: base) else { continue }
             if seen.insert(top).inserted { touched.append(top) }
         }
@@ -113,10 +113,10 @@ struct InboxTracker: ~Copyable {
         let top = String(parts[0])
         let inner = parts.count > 1 ? String(parts[1]) : ""
         guard !ignore.ignores(top) else { return nil }
-        let isDirectory = event.has(IN_ISDIR)
+        let isDirectory = event.has(.isDirectory)
 
         if inner.isEmpty && event.name != nil {
-            if event.has(IN_DELETE | IN_MOVED_FROM) {
+            if event.has([.delete, .movedFrom]) {
                 forget(top)
                 if isDirectory { removeWatches(under: top) }
                 return nil
@@ -124,23 +124,23 @@ struct InboxTracker: ~Copyable {
             // A new entry under a name is told from the old one by its identity (`touch`), not by the event: an
             // `IN_CREATE` read late, after a rescan already found and reported the entry, must not report it again.
         } else if isDirectory && event.name != nil {
-            if event.has(IN_MOVED_FROM | IN_DELETE) { removeWatches(under: relative) }
-            if event.has(IN_CREATE | IN_MOVED_TO) && reported[top] == nil { watchTree(relative) }
+            if event.has([.movedFrom, .delete]) { removeWatches(under: relative) }
+            if event.has([.create, .movedTo]) && reported[top] == nil { watchTree(relative) }
         }
 
         // Opening and closing a directory (every listing does, this tracker's own included) changes nothing.
-        if isDirectory || event.name == nil { return event.has(IN_OPEN | IN_CLOSE_NOWRITE) ? nil : top }
-        if event.has(IN_OPEN) {
+        if isDirectory || event.name == nil { return event.has([.open, .closeNoWrite]) ? nil : top }
+        if event.has(.open) {
             opens[top, default: [:]][inner, default: 0] += 1
             return nil
         }
-        if event.has(IN_MODIFY) {
+        if event.has(.modify) {
             // Written through a descriptor opened before the watch began: held open until its close.
             opens[top, default: [:]][inner] = max(opens[top]?[inner] ?? 0, 1)
-        } else if event.has(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) {
+        } else if event.has([.closeWrite, .closeNoWrite]) {
             let remaining = (opens[top]?[inner] ?? 0) - 1
             opens[top]?[inner] = remaining > 0 ? remaining : nil
-        } else if event.has(IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) {
+        } else if event.has([.movedTo, .delete, .movedFrom]) {
             opens[top]?[inner] = nil
         }
         return top
@@ -240,7 +240,7 @@ struct InboxTracker: ~Copyable {
     /// Watches one directory inside the inbox. Without a watch (the user's watch limit reached, or the directory
     /// already gone) the folder is still judged by its snapshots, one settle window apart.
     private mutating func watch(_ relative: String) {
-        guard let watch = try? inotify.addWatch(inbox + "/" + relative, mask: Self.treeEvents | IN_DONT_FOLLOW)
+        guard let watch = try? inotify.addWatch(inbox + "/" + relative, mask: Self.treeEvents.union(.dontFollow))
         else { return }
         directories[watch] = relative
     }

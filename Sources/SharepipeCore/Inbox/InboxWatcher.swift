@@ -1,5 +1,3 @@
-import Glibc
-
 /// Watches the inbox and tells the ingester which top-level entries are ready, and when.
 ///
 /// - A file is ready once nobody holds it open (its writer closed it, or it appeared without being opened: moved
@@ -124,7 +122,7 @@ struct InboxWatcher: Sendable {
     static func listInbox(_ inbox: String) throws -> [String] {
         do {
             return try System.listDirectory(inbox, repairingNames: true)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             throw inboxGone
         }
     }

@@ -95,8 +95,8 @@ final class PostgresDriver: SQLDriver {
         // in seconds, and the application name the server's activity view shows.
         let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
         let values = ["5", "sharepipe", url]
-        let handle = withCStrings(keywords) { keywordPointers in
-            withCStrings(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        let handle = System.withCStrings(keywords) { keywordPointers in
+            System.withCStrings(values) { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             let message = handle.map { Self.oneLine(PQerrorMessage($0)) } ?? "out of memory"
@@ -173,7 +173,7 @@ final class PostgresDriver: SQLDriver {
             let sql = PostgresDriver.dialect.placeholders(statement.sql)
             let types: [Oid] = statement.parameters.map { $0.integer != nil ? 20 : $0.text != nil ? 25 : 0 }
             let values = statement.parameters.map { $0.integer.map { String($0) } ?? $0.text }
-            let sent = withCStrings(values) { valuePointers in
+            let sent = System.withCStrings(values) { valuePointers in
                 types.withUnsafeBufferPointer { typeBuffer in
                     PQsendQueryParams(
                         handle, sql, Int32(values.count), typeBuffer.baseAddress, valuePointers, nil, nil, 0)
@@ -250,12 +250,4 @@ final class PostgresDriver: SQLDriver {
         let database = parts["dbname"].map { "/" + $0 } ?? ""
         return "postgresql://\(user)\(parts["host"] ?? parts["hostaddr"] ?? "")\(port)\(database)"
     }
-}
-
-/// Calls `body` with the strings as C strings (NULL for nil), then a NULL, that live for the call.
-private func withCStrings<T>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
-    let copies = strings.map { $0.flatMap { strdup($0) } }
-    defer { for copy in copies { free(copy) } }
-    let pointers = copies.map { $0.map { UnsafePointer<CChar>($0) } } + [nil]
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// The one executor of the share lifecycle: it performs the actions `ShareLifecycle` returns on the spool's
@@ -275,7 +274,7 @@ final class LifecycleExecutor: Sendable {
             let point = run.crashPoint(action)
             let event: ShareLifecycle.Event
             if injectedFailure.withLock({ $0 }) == point {
-                event = .failed(ShareError(.io, "injected failure at \(point)", errno: EIO))
+                event = .failed(ShareError(.io, "injected failure at \(point)", errno: Errno.io))
             } else {
                 do {
                     event = try perform(action, spool: spool, context: context, crashPoint: point)
@@ -328,9 +327,10 @@ final class LifecycleExecutor: Sendable {
                     if done {
                         moved.append(id)
                     } else if from != .incoming {
-                        throw ShareError(.io, "share \(id) is both in \(from.rawValue) and in \(to.rawValue)", errno: EEXIST)
+                        throw ShareError(
+                            .io, "share \(id) is both in \(from.rawValue) and in \(to.rawValue)", errno: Errno.exists)
                     }
-                } catch let error as ShareError where error.errno == ENOENT && from == .incoming {
+                } catch let error as ShareError where error.errno == Errno.noEntry && from == .incoming {
                     // Another claimer won, or the share is gone.
                 }
             }

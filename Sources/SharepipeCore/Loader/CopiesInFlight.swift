@@ -1,4 +1,3 @@
-import Glibc
 import Synchronization
 
 /// The copies this process is making right now, for the daemon's status line and metrics.
@@ -81,15 +80,14 @@ extension Spool {
             let directory: FileDescriptor
             do {
                 directory = try FileDescriptor.openDirectory(path(.staging, shareID))
-            } catch let error as ShareError where error.errno == ENOENT {
+            } catch let error as ShareError where error.errno == Errno.noEntry {
                 continue
             }
             // A shared lock granted means no loader holds the exclusive one; it is let go at once.
             guard try !directory.lock(exclusive: false, nonBlocking: true) else { continue }
             let names = (try? System.listDirectory(".", relativeTo: directory.rawValue)) ?? []
             for name in names where name != "manifest.json" && !name.hasPrefix(".") {
-                guard let file = try? FileDescriptor.open(
-                    name, relativeTo: directory.rawValue, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK),
+                guard let file = try? FileDescriptor.openForReading(name, relativeTo: directory.rawValue),
                     let status = try? file.status(), status.kind == .regular
                 else { continue }
                 let total = try? file.numericAttribute(CopyEngine.expectedSizeAttribute)

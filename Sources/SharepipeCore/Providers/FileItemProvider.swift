@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 
 /// A provider over a file on disk. Its types come from the caller, or from the file's extension and the type
 /// sniffed from its content (a text file named `.jpg` declares `public.jpeg` alone and is then refused by the

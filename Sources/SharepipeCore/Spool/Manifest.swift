@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// `manifest.json`, one per share, exactly in the SPEC's shape.
 package struct Manifest: Codable, Sendable, Equatable {
@@ -121,15 +120,13 @@ extension Date {
     /// would cost the daemon more memory than everything else it does.
     var rfc3339: String {
         let milliseconds = Int64((timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
+        let parts = System.utcCalendar(secondsSinceEpoch: milliseconds / 1000)
+        func pad(_ value: Int, _ width: Int) -> String {
             let digits = String(value)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))."
-            + "\(pad(Int32(milliseconds % 1000), 3))Z"
+        return "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2))T"
+            + "\(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2))."
+            + "\(pad(Int(milliseconds % 1000), 3))Z"
     }
 }

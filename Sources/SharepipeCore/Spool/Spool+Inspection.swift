@@ -14,10 +14,11 @@ extension Spool {
                 errno: error.errno)
         }
         guard let status else {
-            throw ShareError(.containerUnavailable, "state directory \(root) does not exist", errno: ENOENT)
+            throw ShareError(.containerUnavailable, "state directory \(root) does not exist", errno: Errno.noEntry)
         }
         guard status.kind == .directory else {
-            throw ShareError(.containerUnavailable, "state directory \(root) is not a directory", errno: ENOTDIR)
+            throw ShareError(
+                .containerUnavailable, "state directory \(root) is not a directory", errno: Errno.notDirectory)
         }
         return try Spool(root: root, ledger: ledger)
     }

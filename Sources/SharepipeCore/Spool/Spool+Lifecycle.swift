@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// A share claimed by this process. The exclusive lock on the directory `processing/S` is held for as long as this
 /// object lives; the kernel releases it when the process dies, which is how recovery tells a dead claim from a live
@@ -34,7 +33,7 @@ final class HeldLock: Sendable {
         try lock.removeContents()
         do {
             try spool.directories.processing.removeDirectory(shareID)
-        } catch let error as ShareError where error.errno == ENOENT {}
+        } catch let error as ShareError where error.errno == Errno.noEntry {}
     }
 }
 
@@ -158,7 +157,7 @@ extension Spool {
     package func requeue(_ shareID: String) throws {
         guard UUID(uuidString: shareID) != nil,
             try System.lstatIfPresent(path(.quarantine, shareID))?.kind == .directory
-        else { throw ShareError(.io, "no quarantined share \(shareID)", errno: ENOENT) }
+        else { throw ShareError(.io, "no quarantined share \(shareID)", errno: Errno.noEntry) }
         var run = ShareLifecycle.requeue(shareID)
         try finish(&run, context: .init(sources: [:]))
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// `quarantine/S/reason.json`: why a share failed for good.
 struct QuarantineReason: Codable, Sendable, Equatable {

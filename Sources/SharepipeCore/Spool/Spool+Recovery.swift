@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// What recovery found and did.
 public struct RecoveryReport: Sendable, Equatable {

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// The state directory: `staging`, `incoming`, `processing`, `quarantine` and `ledger.sqlite`.
@@ -118,7 +117,7 @@ public final class Spool: Sendable {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
         guard System.isWritableDirectory(root), Stage.allCases.allSatisfy({ System.isWritableDirectory(path($0)) }) else {
-            throw ShareError(.containerUnavailable, "state directory is not writable", errno: EACCES)
+            throw ShareError(.containerUnavailable, "state directory is not writable", errno: Errno.accessDenied)
         }
     }
 
@@ -140,8 +139,7 @@ public final class Spool: Sendable {
     /// Writes `staging/S/manifest.json`. Not fsynced and no temporary name: nothing reads `staging`, the publisher's
     /// barrier makes it durable, and the whole directory becomes visible at once by the rename into `incoming`.
     func writeManifest(_ manifest: Manifest) throws {
-        let file = try directories.staging.open(
-            manifest.shareId + "/manifest.json", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
+        let file = try directories.staging.create(manifest.shareId + "/manifest.json")
         try file.writeAll(try manifest.encoded())
     }
 

@@ -69,9 +69,25 @@ struct FileDescriptor: ~Copyable, Sendable {
         return FileDescriptor(rawValue: fd)
     }
 
-    /// Opens a directory for use as the base of relative operations and for fsync.
-    static func openDirectory(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
-        try open(path, relativeTo: directory, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    /// Opens a directory for use as the base of relative operations and for fsync. A symlink is refused (ELOOP)
+    /// unless `followingSymlink`, which only a configured directory (never a user's entry) may ask for.
+    static func openDirectory(
+        _ path: String, relativeTo directory: Int32 = AT_FDCWD, followingSymlink: Bool = false
+    ) throws -> FileDescriptor {
+        try open(path, relativeTo: directory, flags: O_RDONLY | O_DIRECTORY | (followingSymlink ? 0 : O_NOFOLLOW))
+    }
+
+    /// Opens an existing entry for reading: never through a symlink (ELOOP), never blocking on a FIFO, never making
+    /// a terminal the controlling one.
+    static func openForReading(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
+        try open(path, relativeTo: directory, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    }
+
+    /// Creates a new file for writing; fails with EEXIST when the name is taken, even by a symlink.
+    static func create(_ path: String, relativeTo directory: Int32 = AT_FDCWD, mode: mode_t = 0o600) throws
+        -> FileDescriptor
+    {
+        try open(path, relativeTo: directory, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
     }
 
     func status() throws -> FileStatus {

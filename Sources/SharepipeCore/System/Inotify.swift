@@ -5,17 +5,53 @@ import Glibc
 struct InotifyEvent: Sendable, Equatable {
     /// The watch the event belongs to; -1 for a queue overflow.
     var watch: Int32
-    /// The `IN_*` bits.
+    /// The `IN_*` bits (`InotifyMask`).
     var mask: UInt32
     /// Pairs an `IN_MOVED_FROM` with its `IN_MOVED_TO`.
     var cookie: UInt32
     /// The entry inside the watched directory, or nil when the event is about the directory itself.
     var name: String?
 
-    /// Whether any of the `IN_*` bits in `flags` is set.
-    func has(_ flags: Int32) -> Bool {
-        mask & UInt32(bitPattern: flags) != 0
+    /// Whether any of the bits in `flags` is set.
+    func has(_ flags: InotifyMask) -> Bool {
+        mask & flags.rawValue != 0
     }
+}
+
+/// The `IN_*` bits of a watch's mask and of the events it reports.
+struct InotifyMask: OptionSet, Sendable {
+    let rawValue: UInt32
+
+    init(rawValue: UInt32) {
+        self.rawValue = rawValue
+    }
+
+    private init(_ flag: Int32) {
+        rawValue = UInt32(bitPattern: flag)
+    }
+
+    static let open = InotifyMask(IN_OPEN)
+    static let closeWrite = InotifyMask(IN_CLOSE_WRITE)
+    static let closeNoWrite = InotifyMask(IN_CLOSE_NOWRITE)
+    static let modify = InotifyMask(IN_MODIFY)
+    static let attributes = InotifyMask(IN_ATTRIB)
+    static let create = InotifyMask(IN_CREATE)
+    static let delete = InotifyMask(IN_DELETE)
+    static let movedFrom = InotifyMask(IN_MOVED_FROM)
+    static let movedTo = InotifyMask(IN_MOVED_TO)
+    static let deleteSelf = InotifyMask(IN_DELETE_SELF)
+    static let moveSelf = InotifyMask(IN_MOVE_SELF)
+    static let unmount = InotifyMask(IN_UNMOUNT)
+    /// The watch is gone (its directory was deleted, or it was removed).
+    static let ignored = InotifyMask(IN_IGNORED)
+    /// The event's subject is a directory.
+    static let isDirectory = InotifyMask(IN_ISDIR)
+    /// Events were lost.
+    static let queueOverflow = InotifyMask(IN_Q_OVERFLOW)
+    /// Watch only if the path is a directory.
+    static let onlyDirectory = InotifyMask(IN_ONLYDIR)
+    /// Do not follow a symlink at the watched path.
+    static let dontFollow = InotifyMask(IN_DONT_FOLLOW)
 }
 
 /// One inotify instance. Its descriptor is non-blocking: reads never stall, `System.waitReadable` does the waiting.
@@ -31,9 +67,9 @@ struct Inotify: ~Copyable {
     var pollDescriptor: Int32 { descriptor.rawValue }
 
     /// Watches a directory; watching the same inode again returns the same watch and replaces its mask.
-    func addWatch(_ path: String, mask: Int32) throws -> Int32 {
+    func addWatch(_ path: String, mask: InotifyMask) throws -> Int32 {
         let raw = descriptor.rawValue
-        return try System.call("inotify_add_watch") { inotify_add_watch(raw, path, UInt32(bitPattern: mask)) }
+        return try System.call("inotify_add_watch") { inotify_add_watch(raw, path, mask.rawValue) }
     }
 
     /// Stops a watch; one that the kernel already dropped (its directory is gone) is fine.
@@ -66,7 +102,7 @@ struct Inotify: ~Copyable {
                     guard let valid = String(validatingCString: name) else {
                         // A name that is not UTF-8 can only be reached by a listing, which repairs it: ask for one.
                         events.append(InotifyEvent(
-                            watch: event.wd, mask: UInt32(IN_Q_OVERFLOW), cookie: event.cookie, name: nil))
+                            watch: event.wd, mask: InotifyMask.queueOverflow.rawValue, cookie: event.cookie, name: nil))
                         continue
                     }
                     events.append(InotifyEvent(watch: event.wd, mask: event.mask, cookie: event.cookie, name: valid))

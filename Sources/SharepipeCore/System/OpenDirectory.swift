@@ -25,6 +25,16 @@ final class OpenDirectory: Sendable {
         try FileDescriptor.open(name, relativeTo: descriptor.rawValue, flags: flags, mode: mode)
     }
 
+    /// Opens the entry `name` for reading (`FileDescriptor.openForReading`).
+    func openForReading(_ name: String) throws -> FileDescriptor {
+        try FileDescriptor.openForReading(name, relativeTo: descriptor.rawValue)
+    }
+
+    /// Creates the new file `name` for writing (`FileDescriptor.create`).
+    func create(_ name: String, mode: mode_t = 0o600) throws -> FileDescriptor {
+        try FileDescriptor.create(name, relativeTo: descriptor.rawValue, mode: mode)
+    }
+
     func status() throws -> FileStatus { try descriptor.status() }
 
     /// `lstat` of an entry, nil when nothing has that name.

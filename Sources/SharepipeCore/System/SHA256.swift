@@ -1,30 +1,14 @@
-import CCrypto
-
-/// Incremental SHA-256 over OpenSSL's libcrypto (it uses the CPU's SHA extensions when present).
+/// Incremental SHA-256 over OpenSSL's libcrypto (it uses the CPU's SHA extensions when present), as lowercase hex.
 struct SHA256: ~Copyable {
-    private let context: OpaquePointer
-
-    init() {
-        guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
-        self.context = context
-    }
-
-    deinit {
-        EVP_MD_CTX_free(context)
-    }
+    private let digest = MessageDigest(.sha256)
 
     func update(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        EVP_DigestUpdate(context, base, bytes.count)
+        digest.update(bytes)
     }
 
     /// The digest as lowercase hex; call once.
     func finalize() -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &digest, &length)
-        return hex(digest[..<Int(length)])
+        hex(digest.finalize())
     }
 
     static func hash(_ bytes: [UInt8]) -> String {

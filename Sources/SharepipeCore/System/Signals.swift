@@ -2,6 +2,18 @@ import Dispatch
 import Glibc
 import Synchronization
 
+/// The signals the rest of the package sends or handles, by name.
+enum Signal {
+    /// `SIGTERM`
+    static let terminate = SIGTERM
+    /// `SIGINT`
+    static let interrupt = SIGINT
+    /// `SIGHUP`
+    static let hangUp = SIGHUP
+    /// `SIGKILL`
+    static let kill = SIGKILL
+}
+
 extension System {
     /// Delivers the given signals as a stream instead of their default action (which is then ignored), for as long
     /// as the stream is alive; when it ends, each signal gets back the disposition it had before.

@@ -20,7 +20,7 @@ extension System {
     /// Unlike `access`, this also catches a full inode table and file systems that refuse new files.
     static func probeWritable(_ directory: String) throws {
         let path = directory + "/.sharepipe-probe-\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let file = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        let file = try FileDescriptor.create(path)
         _ = consume file
         try unlink(path)
     }

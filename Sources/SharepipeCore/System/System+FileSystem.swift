@@ -23,7 +23,7 @@ extension System {
         let scratch = path + "/.sharepipe-probe-\(UInt64.random(in: 0...UInt64.max))"
         try makeDirectory(scratch)
         defer { try? removeTree(scratch) }
-        let file = try FileDescriptor.open(scratch + "/a", flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
+        let file = try FileDescriptor.create(scratch + "/a")
         _ = consume file
         do {
             _ = try call("renameat2") { sharepipe_renameat_noreplace(AT_FDCWD, scratch + "/a", AT_FDCWD, scratch + "/b") }

@@ -182,8 +182,7 @@ enum System {
         let temporary = ".\(name).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let temporaryPath = directory + "/" + temporary
         do {
-            let file = try FileDescriptor.open(
-                temporaryPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+            let file = try FileDescriptor.create(temporaryPath, mode: mode)
             try file.writeAll(bytes)
             try file.sync()
             try rename(temporaryPath, to: directory + "/" + name)
@@ -196,7 +195,7 @@ enum System {
 
     /// Reads a whole small file; refuses anything but a regular file.
     static func readFile(_ path: String, limit: Int = 16 << 20) throws -> [UInt8] {
-        let file = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let file = try FileDescriptor.openForReading(path)
         let status = try file.status()
         guard status.kind == .regular else { throw ShareError(.notRegularFile, "not a regular file") }
         guard status.size <= limit else { throw ShareError(.tooLarge, "file larger than \(limit) bytes") }
@@ -273,9 +272,26 @@ enum System {
     }
 
     static var processID: Int32 { getpid() }
+
+    /// The UTC calendar fields (month 1–12, day 1–31) of a time in whole seconds since the epoch (`gmtime_r`, which
+    /// cannot be interrupted and fails only past the year 2^31, where every field stays 0).
+    static func utcCalendar(secondsSinceEpoch seconds: Int64)
+        -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int)
+    {
+        var time = time_t(seconds)
+        var parts = tm()
+        _ = gmtime_r(&time, &parts)
+        return (
+            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)
+        )
+    }
 }
 
 extension System {
+    /// The raw descriptor of standard error, for a child to inherit.
+    static let standardError = STDERR_FILENO
+
     /// Writes one line to standard error with a single write(2), so concurrent lines never interleave.
     static func writeStandardError(_ line: String) {
         var bytes = Array(line.utf8)

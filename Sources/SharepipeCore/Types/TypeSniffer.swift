@@ -1,5 +1,3 @@
-import Glibc
-
 /// Content sniffing for one file on disk, as `sharepipe types sniff` offers it.
 package enum TypeSniffer {
     /// Sniffs a regular file's leading bytes with libmagic and maps the MIME type to a type identifier, the same way
@@ -52,10 +50,10 @@ package enum TypeSniffer {
 
     private static func open(_ path: String) throws -> FileDescriptor {
         do {
-            return try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        } catch let error as ShareError where error.errno == ELOOP {
-            throw ShareError(.notRegularFile, "a symlink is not a regular file", errno: ELOOP)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return try FileDescriptor.openForReading(path)
+        } catch let error as ShareError where error.errno == Errno.symlinkLoop {
+            throw ShareError(.notRegularFile, "a symlink is not a regular file", errno: Errno.symlinkLoop)
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             throw ShareError(.missingFile, "no such file", errno: error.errno)
         }
     }
