@@ -29,22 +29,28 @@ final class LifecycleExecutor: Sendable {
     /// A share handed over for publishing, and whom to tell.
     private final class PendingPublish: Sendable {
         let record: StagedRecord
-        let sources: (any ShareSources)?
+        /// The share's sources (the inbox's hold on them, a lock among it), let go before the loader is told.
+        private let held: Mutex<(any ShareSources)?>
         /// The lock on `staging/S`, held until the share is published or rolled back.
         let lock: Mutex<DirectoryLock?>
         let continuation: Mutex<CheckedContinuation<PublishOutcome, Never>?>
 
         init(_ share: consuming StagedShare) {
             record = share.record
-            sources = share.sources
+            held = Mutex(share.sources)
             lock = Mutex(Optional(share.lock))
             continuation = Mutex(nil)
         }
 
         var bytes: Int64 { record.manifest.attachments.reduce(0) { $0 + ($1.bytes ?? 0) } }
 
+        var sources: (any ShareSources)? { held.withLock { $0 } }
+
+        /// Lets go of the staging lock and the sources, then tells the loader: a loader that tries the same source
+        /// again at once (a publish that failed) must not find it still held by this batch.
         func finish(_ outcome: PublishOutcome) {
             lock.withLock { $0 = nil }
+            held.withLock { $0 = nil }
             continuation.withLock { $0 }?.resume(returning: outcome)
         }
     }
@@ -187,6 +193,7 @@ final class LifecycleExecutor: Sendable {
                 uniquingKeysWith: { first, _ in first }))
             let outcome = execute(&run, spool: spool, context: context)
             let failed: [String: ShareError] = if case .finished(let failed) = outcome { failed } else { [:] }
+            context.releaseSources()
             // Releases the staging locks (the directories are in `incoming`, or removed) and tells the loaders.
             for pending in batch {
                 pending.finish(failed[pending.record.manifest.shareId].map { .failed($0) } ?? .published)
@@ -243,12 +250,18 @@ final class LifecycleExecutor: Sendable {
 
     /// What a run needs besides share ids: the locks of the shares it covers and their sources' owners.
     final class RunContext: Sendable {
-        let sources: [String: any ShareSources]
+        private let held: Mutex<[String: any ShareSources]>
         private let locks = Mutex<[String: HeldLock]>([:])
 
         init(sources: [String: any ShareSources]) {
-            self.sources = sources
+            held = Mutex(sources)
         }
+
+        /// The sources of a share of the run (a publish's), if it has any.
+        func sources(of shareID: String) -> (any ShareSources)? { held.withLock { $0[shareID] } }
+
+        /// Lets go of every share's sources (the run is over).
+        func releaseSources() { held.withLock { $0 = [:] } }
 
         /// Covers a lock already held (a claim being completed), or one the run took.
         func adopt(_ lock: HeldLock) { locks.withLock { $0[lock.shareID] = lock } }
@@ -353,7 +366,7 @@ final class LifecycleExecutor: Sendable {
             var done: [String] = []
             var touched: [AnyHashable: any SyncableDirectory] = [:]
             for id in ids {
-                guard let sources = context.sources[id] else {
+                guard let sources = context.sources(of: id) else {
                     done.append(id)
                     continue
                 }
