@@ -1,5 +1,3 @@
-import Glibc
-
 /// A representation that a source of this process already received, whole, into a file in the spool's `staging`
 /// (an HTTP body), hashed as its bytes arrived. The loader adopts the file as the share's copy (a second name in
 /// `staging/S`) instead of copying it a second time: the bytes pass through the machine once.
@@ -36,17 +34,18 @@ extension CopyEngine {
         if file.bytes > maxFileSize { throw ShareError(.tooLarge, "attachment is over the \(maxFileSize)-byte limit") }
         let linked: Bool
         do {
-            linked = try System.linkNoReplace(
-                file.path, to: destination, fromDirectory: AT_FDCWD, toDirectory: AT_FDCWD)
-        } catch let error as ShareError where [EPERM, ENOTSUP, EXDEV, EMLINK].contains(error.errno) {
+            linked = try System.linkNoReplace(file.path, to: destination)
+        } catch let error as ShareError
+            where [Errno.notPermitted, Errno.notSupported, Errno.crossDevice, Errno.tooManyLinks].contains(error.errno)
+        {
             return try copyFile(from: file.path, to: destination)
         }
-        guard linked else { throw ShareError(.io, "the copy's name is taken", errno: EEXIST) }
+        guard linked else { throw ShareError(.io, "the copy's name is taken", errno: Errno.exists) }
         do {
             if share.bytes.add(file.bytes, ordering: .relaxed).newValue > maxShareSize {
                 throw ShareError(.shareTooLarge, "share is over the \(maxShareSize)-byte limit")
             }
-            let input = try FileDescriptor.open(destination, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            let input = try FileDescriptor.openForReading(destination)
             var head = [UInt8](repeating: 0, count: Int(min(Int64(Sniffer.sniffLength), file.bytes)))
             var filled = 0
             while filled < head.count {

@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import Synchronization
 
 /// Streams one representation into a copy in `staging`, counting, hashing and sniffing as it goes; a file is never
@@ -111,19 +110,23 @@ struct CopyEngine: Sendable {
 
     private static func openSource(_ path: String) throws -> FileDescriptor {
         do {
-            return try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            return try FileDescriptor.openForReading(path)
         } catch let error as ShareError {
             switch error.errno {
-            case ENOENT, ENOTDIR: throw ShareError(.missingFile, "the delivered file is gone", errno: error.errno)
-            case ELOOP: throw ShareError(.notRegularFile, "the delivered file is a symlink", errno: ELOOP)
-            case ENXIO: throw ShareError(.notRegularFile, "the delivered file is a socket or device", errno: ENXIO)
+            case Errno.noEntry, Errno.notDirectory:
+                throw ShareError(.missingFile, "the delivered file is gone", errno: error.errno)
+            case Errno.symlinkLoop:
+                throw ShareError(.notRegularFile, "the delivered file is a symlink", errno: Errno.symlinkLoop)
+            case Errno.noDevice:
+                throw ShareError(.notRegularFile, "the delivered file is a socket or device", errno: Errno.noDevice)
             default: throw error
             }
         }
     }
 
     private static func openDestination(_ path: String) throws -> FileDescriptor {
-        try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        // Readable too: the hasher and the sniffer read the copy back from the page cache.
+        try FileDescriptor.create(path, readable: true)
     }
 
     /// Checks the limits and cancellation before `count` more bytes are written after `total`.

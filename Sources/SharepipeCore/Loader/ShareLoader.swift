@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 
 /// Loads a share the way a share extension must: per attachment the first declared type that conforms to an
 /// accepted type, copied inside the provider's callback into `staging`, checked, and published with one rename.
@@ -62,7 +61,7 @@ public struct ShareLoader: Sendable {
         if shareState.outOfSpace.load(ordering: .relaxed) {
             spool.discard(shareID)
             let info = AttachmentRecord.ErrorInfo(
-                code: .io, message: "no space left in the state directory (errno \(ENOSPC))")
+                code: .io, message: "no space left in the state directory (errno \(Errno.noSpace))")
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
         if shareState.cancelled.load(ordering: .relaxed) {
@@ -81,7 +80,8 @@ public struct ShareLoader: Sendable {
         // A recovery in another process may remove the directory between its creation and the lock: then the
         // share cannot be attempted now, and its sources stay untouched for a later try.
         guard let lock = try DirectoryLock.acquire(spool.path(.staging, shareID)) else {
-            throw ShareError(.io, "the staging directory was removed before it could be locked", errno: ENOENT)
+            throw ShareError(
+                .io, "the staging directory was removed before it could be locked", errno: Errno.noEntry)
         }
         return lock
     }
@@ -193,7 +193,9 @@ public struct ShareLoader: Sendable {
         }
         switch copied {
         case .failure(let error):
-            if error.errno == ENOSPC || error.errno == EDQUOT { shareState.outOfSpace.store(true, ordering: .relaxed) }
+            if error.errno == Errno.noSpace || error.errno == Errno.quotaExceeded {
+                shareState.outOfSpace.store(true, ordering: .relaxed)
+            }
             outcome.error = error
         case .success(let copy):
             do {

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// Makes a batch of staged shares durable before the ledger records them (the publisher's `barrier` step), the way
@@ -43,7 +42,7 @@ struct DurabilityBarrier: Sendable {
             switch status.kind {
             case .regular:
                 jobs.append {
-                    try staging.open(entry, flags: O_RDONLY | O_NOFOLLOW).dataSync()
+                    try staging.openForReading(entry).dataSync()
                 }
             case .directory:
                 jobs += try syncJobs(entry, in: staging)
@@ -54,7 +53,7 @@ struct DurabilityBarrier: Sendable {
         // A directory's own fsync makes its entries durable; the files' data syncs run beside it (neither orders
         // the other: the ledger commit waits for all of them).
         jobs.append {
-            try staging.open(path, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW).sync()
+            try staging.openDirectory(path).sync()
         }
         return jobs
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// The moves that must never replace what is at their destination, one function per kind, each branching on the
 /// probed capabilities of its file system: `renameat2(RENAME_NOREPLACE)` where it is honoured, else a protocol
@@ -44,8 +43,8 @@ enum ExclusiveMove {
         let claim = shareID + "/" + claimName
         let owned: FileDescriptor
         do {
-            owned = try incoming.open(mine, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            owned = try incoming.create(mine)
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             return false
         }
         guard try owned.lock(exclusive: true, nonBlocking: true) else { return false }
@@ -65,11 +64,11 @@ enum ExclusiveMove {
         }
         do {
             try incoming.rename(shareID, into: processing)
-        } catch let error as ShareError where error.errno == ENOENT {
+        } catch let error as ShareError where error.errno == Errno.noEntry {
             // Only a second renamer after a stale-claim race can meet this: the share was moved by the other.
             won = false
             return false
-        } catch let error as ShareError where error.errno == ENOTEMPTY || error.errno == EEXIST {
+        } catch let error as ShareError where error.errno == Errno.notEmpty || error.errno == Errno.exists {
             // A share of that id is in `processing` already (a broken spool): refused, as RENAME_NOREPLACE would,
             // and the claim taken back so that the share is not blocked for others once it is repaired.
             won = false
@@ -89,7 +88,7 @@ enum ExclusiveMove {
     ) throws -> Bool {
         do {
             if try incoming.link(mine, to: claim) { return true }
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             return false
         }
         let own = try owned.status()
@@ -101,8 +100,8 @@ enum ExclusiveMove {
     private static func removeStaleClaim(_ claim: String, in incoming: OpenDirectory) throws -> Bool {
         let stale: FileDescriptor
         do {
-            stale = try incoming.open(claim, flags: O_RDONLY | O_NOFOLLOW)
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+            stale = try incoming.openForReading(claim)
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             return true
         }
         guard try stale.lock(exclusive: true, nonBlocking: true) else { return false }
@@ -111,7 +110,7 @@ enum ExclusiveMove {
         }
         do {
             try incoming.unlink(claim)
-        } catch let error as ShareError where error.errno == ENOENT {}
+        } catch let error as ShareError where error.errno == Errno.noEntry {}
         return true
     }
 
@@ -132,7 +131,7 @@ enum ExclusiveMove {
         guard try target.statusIfPresent(shareID) == nil else { return false }
         do {
             try source.rename(shareID, into: target)
-        } catch let error as ShareError where error.errno == ENOTEMPTY || error.errno == EEXIST {
+        } catch let error as ShareError where error.errno == Errno.notEmpty || error.errno == Errno.exists {
             return false
         }
         return true

@@ -21,4 +21,18 @@ enum Errno {
     static let io = EIO
     /// `EACCES`
     static let accessDenied = EACCES
+    /// `EPERM`: among others, what `link(2)` fails with where the file system refuses hard links.
+    static let notPermitted = EPERM
+    /// `EINVAL`
+    static let invalidArgument = EINVAL
+    /// `ENOTEMPTY`: among others, what a `rename(2)` onto a directory that has entries fails with.
+    static let notEmpty = ENOTEMPTY
+    /// `ENOTSUP`
+    static let notSupported = ENOTSUP
+    /// `EMLINK`: a file with as many links as its file system allows.
+    static let tooManyLinks = EMLINK
+    /// `ENOSPC`
+    static let noSpace = ENOSPC
+    /// `EDQUOT`
+    static let quotaExceeded = EDQUOT
 }

@@ -83,11 +83,18 @@ struct FileDescriptor: ~Copyable, Sendable {
         try open(path, relativeTo: directory, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
     }
 
-    /// Creates a new file for writing; fails with EEXIST when the name is taken, even by a symlink.
-    static func create(_ path: String, relativeTo directory: Int32 = AT_FDCWD, mode: mode_t = 0o600) throws
-        -> FileDescriptor
-    {
-        try open(path, relativeTo: directory, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    /// Creates a new file for writing; fails with EEXIST when the name is taken, even by a symlink. With
+    /// `readable`, the file is open for reading too (`O_RDWR`), for a writer that reads its own bytes back.
+    static func create(
+        _ path: String, relativeTo directory: Int32 = AT_FDCWD, mode: mode_t = 0o600, readable: Bool = false
+    ) throws -> FileDescriptor {
+        let access = readable ? O_RDWR : O_WRONLY
+        return try open(path, relativeTo: directory, flags: access | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    }
+
+    /// Opens an existing file for writing at its start, never through a symlink; nothing is created or cut off.
+    static func openForWriting(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
+        try open(path, relativeTo: directory, flags: O_WRONLY | O_NOFOLLOW)
     }
 
     func status() throws -> FileStatus {

@@ -2,7 +2,9 @@ import Glibc
 
 extension System {
     /// Makes a second name for a file without ever replacing one; returns false when the new name exists.
-    static func linkNoReplace(_ from: String, to: String, fromDirectory: Int32, toDirectory: Int32) throws -> Bool {
+    static func linkNoReplace(
+        _ from: String, to: String, fromDirectory: Int32 = AT_FDCWD, toDirectory: Int32 = AT_FDCWD
+    ) throws -> Bool {
         do {
             _ = try call("link") { linkat(fromDirectory, from, toDirectory, to, 0) }
             return true
