@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import Foundation
-import Glibc
 import Synchronization
 
 /// A command line that cannot be used: a listener beyond loopback without tokens (exit 2, ERR_USAGE).

@@ -1,5 +1,3 @@
-import Glibc
-
 /// The bearer tokens of `--tokens FILE`: one `NAME TOKEN` per line (blank lines and `#` comments skipped). The file
 /// must not be readable by group or others. A token is compared by the SHA-256 of what the client sent against the
 /// SHA-256 of every token, each comparison over all 32 bytes, so the time taken says nothing about which token or
@@ -18,13 +16,13 @@ package struct HTTPTokens: Sendable {
     package static func load(path: String) throws -> HTTPTokens {
         let status = try System.lstat(path)
         guard status.kind == .regular else {
-            throw ShareError(.io, "the tokens file is not a regular file", errno: EINVAL)
+            throw ShareError(.io, "the tokens file is not a regular file", errno: Errno.invalidArgument)
         }
         guard status.permissions & 0o077 == 0 else {
             let mode = String(status.permissions, radix: 8)
             throw ShareError(
                 .io, "the tokens file has mode \(mode): it must not be accessible to group or others (chmod 600)",
-                errno: EACCES)
+                errno: Errno.accessDenied)
         }
         let text = String(decoding: try System.readFile(path, limit: 1 << 20), as: UTF8.self)
         var entries: [(name: String, token: String)] = []
@@ -33,14 +31,18 @@ package struct HTTPTokens: Sendable {
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let fields = trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count == 2 else {
-                throw ShareError(.io, "tokens file line \(number + 1): expected NAME TOKEN", errno: EINVAL)
+                throw ShareError(
+                    .io, "tokens file line \(number + 1): expected NAME TOKEN", errno: Errno.invalidArgument)
             }
             guard !entries.contains(where: { $0.name == fields[0] }) else {
-                throw ShareError(.io, "tokens file line \(number + 1): the name is used twice", errno: EINVAL)
+                throw ShareError(
+                    .io, "tokens file line \(number + 1): the name is used twice", errno: Errno.invalidArgument)
             }
             entries.append((String(fields[0]), String(fields[1])))
         }
-        guard !entries.isEmpty else { throw ShareError(.io, "the tokens file holds no tokens", errno: EINVAL) }
+        guard !entries.isEmpty else {
+            throw ShareError(.io, "the tokens file holds no tokens", errno: Errno.invalidArgument)
+        }
         return HTTPTokens(entries: entries)
     }
 

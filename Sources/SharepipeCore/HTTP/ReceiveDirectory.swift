@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import Synchronization
 
 /// Where one HTTP server receives `POST /v1/shares` bodies: `staging/http-UUID/`, made when the server starts and
@@ -24,7 +23,7 @@ final class ReceiveDirectory: Sendable {
         try spool.directories.staging.makeDirectory(name)
         path = spool.path(.staging) + "/" + name
         guard let lock = try DirectoryLock.acquire(path) else {
-            throw ShareError(.io, "the receive directory was removed before it could be locked", errno: ENOENT)
+            throw ShareError(.io, "the receive directory was removed before it could be locked", errno: Errno.noEntry)
         }
         self.lock = Mutex(Optional(lock))
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// What a `POST /v1/shares` body was, once received: its files in a receive directory, grouped into attachments.
 struct ReceivedBody: Sendable {
@@ -258,6 +257,6 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     private static func create(_ path: String) throws -> FileDescriptor {
         // Readable too: the hasher reads large files back from the page cache.
-        try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        try FileDescriptor.create(path, readable: true)
     }
 }

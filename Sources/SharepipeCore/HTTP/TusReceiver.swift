@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Receives one PATCH (or a creation's body) into a tus upload's data file and performs what `TusProtocol`
 /// decides. The body's bytes are appended on the connection's thread as they arrive; `finish` and `perform` run
@@ -90,7 +89,7 @@ final class TusReceiver: @unchecked Sendable {
     }
 
     private func truncate(to length: Int64) throws {
-        let data = try FileDescriptor.open(server.uploads.dataPath(upload.id), flags: O_WRONLY | O_NOFOLLOW)
+        let data = try FileDescriptor.openForWriting(server.uploads.dataPath(upload.id))
         try System.truncate(descriptor: data.rawValue, length: length)
         try data.sync()
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// Where resumable uploads live: `STATE/uploads/<id>/` with `data` (the bytes, appended as they arrive) and
 /// `info.json` (the record, replaced atomically, and only after the bytes it counts are fsynced). The directory is
@@ -29,7 +28,7 @@ struct TusStore: Sendable {
     /// Creates the upload's directory, its empty data file and its record.
     func create(_ upload: TusUpload) throws {
         try System.makeDirectory(directory(upload.id))
-        _ = try FileDescriptor.open(dataPath(upload.id), flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)
+        _ = try FileDescriptor.create(dataPath(upload.id))
         try record(upload)
         try System.syncDirectory(root)
     }
@@ -48,14 +47,14 @@ struct TusStore: Sendable {
         guard Self.isValidID(id) else { return nil }
         do {
             return try JSONDecoder().decode(TusUpload.self, from: Data(System.readFile(directory(id) + "/info.json")))
-        } catch let error as ShareError where error.errno == ENOENT || error.errno == ENOTDIR {
+        } catch let error as ShareError where error.errno == Errno.noEntry || error.errno == Errno.notDirectory {
             return nil
         }
     }
 
     /// Opens the data file for appending at `offset`: bytes past it were never acknowledged and are cut off.
     func openForAppend(_ id: String, at offset: Int64) throws -> FileDescriptor {
-        let file = try FileDescriptor.open(dataPath(id), flags: O_WRONLY | O_NOFOLLOW)
+        let file = try FileDescriptor.openForWriting(dataPath(id))
         try System.truncate(descriptor: file.rawValue, length: offset)
         try System.seekToEnd(descriptor: file.rawValue)
         return file
@@ -112,7 +111,7 @@ extension TusStore {
         ledger = nil
         holder = System.hostName() + ":" + stateDirectory
         guard try System.lstatIfPresent(root)?.kind == .directory else {
-            throw ShareError(.notFound, "no uploads directory", errno: ENOENT)
+            throw ShareError(.notFound, "no uploads directory", errno: Errno.noEntry)
         }
     }
 }
