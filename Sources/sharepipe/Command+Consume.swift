@@ -102,12 +102,12 @@ struct ConsumeCommand: Command {
 /// The signals' default actions come back when `body` returns.
 func cancellingOnSignals<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let task = Task { try await body() }
-    let numbers = [SIGINT, SIGTERM]
+    let numbers = [Signal.interrupt, Signal.terminate]
     let sources = numbers.map { number -> any DispatchSourceSignal in
-        signal(number, SIG_IGN)
+        Signal.ignore(number)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler {
-            for number in numbers { signal(number, SIG_DFL) }
+            for number in numbers { Signal.restoreDefault(number) }
             Output.write(
                 "stopping: shares in flight finish or go back to incoming (signal again to quit now)\n",
                 to: .standardError)
@@ -118,7 +118,7 @@ func cancellingOnSignals<T: Sendable>(_ body: @escaping @Sendable () async throw
     }
     defer {
         for source in sources { source.cancel() }
-        for number in numbers { signal(number, SIG_DFL) }
+        for number in numbers { Signal.restoreDefault(number) }
     }
     return try await task.value
 }

@@ -90,9 +90,9 @@ struct EventsCommand: Command {
 /// Runs `body` until the first SIGINT or SIGTERM cancels it; the signals' default actions come back when it returns.
 private func followingSignals(_ body: @escaping @Sendable () async throws -> Void) async throws {
     let task = Task { try await body() }
-    let numbers = [SIGINT, SIGTERM]
+    let numbers = [Signal.interrupt, Signal.terminate]
     let sources = numbers.map { number -> any DispatchSourceSignal in
-        signal(number, SIG_IGN)
+        Signal.ignore(number)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler { task.cancel() }
         source.resume()
@@ -100,7 +100,7 @@ private func followingSignals(_ body: @escaping @Sendable () async throws -> Voi
     }
     defer {
         for source in sources { source.cancel() }
-        for number in numbers { signal(number, SIG_DFL) }
+        for number in numbers { Signal.restoreDefault(number) }
     }
     try await task.value
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeCore
 import Synchronization
 
 /// Where the command line writes: a command's result (human or JSON) on stdout; progress, warnings and errors on
@@ -66,7 +67,7 @@ enum Output {
 
     /// Whether the stream is a terminal.
     static func isTerminal(_ stream: Stream) -> Bool {
-        isatty(stream.descriptor) == 1
+        CommandLineProcess.isTerminal(stream.descriptor)
     }
 
     /// Whether colour may be used on the stream: a terminal, `NO_COLOR` unset, `TERM` not `dumb`.

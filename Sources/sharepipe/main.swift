@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeCore
 
 extension CommandLineTool {
     /// The `sharepipe` command line. The version is written here and nowhere else; every top-level command is one
@@ -26,4 +27,4 @@ extension CommandLineTool {
         ])
 }
 
-exit(await CommandLineTool.sharepipe.run(Array(CommandLine.arguments.dropFirst())))
+CommandLineProcess.exit(await CommandLineTool.sharepipe.run(Array(CommandLine.arguments.dropFirst())))

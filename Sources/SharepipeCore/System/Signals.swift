@@ -2,16 +2,28 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// The signals the rest of the package sends or handles, by name.
-enum Signal {
+/// The signals the rest of the package (and the `sharepipe` executable) sends or handles, by name.
+package enum Signal {
     /// `SIGTERM`
-    static let terminate = SIGTERM
+    package static let terminate = SIGTERM
     /// `SIGINT`
-    static let interrupt = SIGINT
+    package static let interrupt = SIGINT
     /// `SIGHUP`
     static let hangUp = SIGHUP
     /// `SIGKILL`
     static let kill = SIGKILL
+
+    /// Sets the signal's disposition to `SIG_IGN`, so that only a dispatch source made for it sees it. `signal(2)`
+    /// fails only for a number that is not a signal, or SIGKILL and SIGSTOP, which no caller passes; it is never
+    /// interrupted.
+    package static func ignore(_ number: Int32) {
+        _ = signal(number, SIG_IGN)
+    }
+
+    /// Gives the signal its default action back (`SIG_DFL`); fails only as `ignore(_:)` does.
+    package static func restoreDefault(_ number: Int32) {
+        _ = signal(number, SIG_DFL)
+    }
 }
 
 extension System {
