@@ -105,27 +105,13 @@ extension System {
         }
         switch Int32(storage.ss_family) {
         case AF_INET:
-            return withUnsafePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
-                    var address = inet.pointee.sin_addr
-                    var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                    inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
-                    let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                    let loopback = UInt32(bigEndian: address.s_addr) >> 24 == 127
-                    return .inet(host: host, port: UInt16(bigEndian: inet.pointee.sin_port), loopback: loopback)
-                }
-            }
+            return inetAddress(
+                storage, as: sockaddr_in.self, family: AF_INET, textLength: Int(INET_ADDRSTRLEN),
+                address: \.sin_addr, port: \.sin_port)
         case AF_INET6:
-            return withUnsafePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet6 in
-                    var address = inet6.pointee.sin6_addr
-                    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-                    inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
-                    let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                    let loopback = host == "::1" || host.hasPrefix("::ffff:127.")
-                    return .inet(host: host, port: UInt16(bigEndian: inet6.pointee.sin6_port), loopback: loopback)
-                }
-            }
+            return inetAddress(
+                storage, as: sockaddr_in6.self, family: AF_INET6, textLength: Int(INET6_ADDRSTRLEN),
+                address: \.sin6_addr, port: \.sin6_port)
         case AF_UNIX:
             return withUnsafePointer(to: &storage) { pointer in
                 pointer.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { unix in
@@ -137,6 +123,26 @@ extension System {
             }
         default:
             throw ShareError(.io, "a passed socket is neither TCP nor a unix socket", errno: EAFNOSUPPORT)
+        }
+    }
+
+    /// The numeric host and port of an IPv4 (`sockaddr_in`) or IPv6 (`sockaddr_in6`) address. Loopback is
+    /// 127.0.0.0/8, `::1`, and 127.0.0.0/8 mapped into IPv6 (`::ffff:127.…`); as text, an IPv4 host never
+    /// contains a colon and an IPv6 one never starts with `127.`, so one rule serves both families.
+    private static func inetAddress<Address, Host>(
+        _ storage: sockaddr_storage, as type: Address.Type, family: Int32, textLength: Int,
+        address: KeyPath<Address, Host>, port: KeyPath<Address, in_port_t>
+    ) -> SocketAddress {
+        withUnsafePointer(to: storage) { pointer in
+            pointer.withMemoryRebound(to: Address.self, capacity: 1) { inet in
+                var text = [CChar](repeating: 0, count: textLength)
+                withUnsafeBytes(of: inet.pointee[keyPath: address]) { raw in
+                    _ = inet_ntop(family, raw.baseAddress, &text, socklen_t(text.count))
+                }
+                let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let loopback = host.hasPrefix("127.") || host == "::1" || host.hasPrefix("::ffff:127.")
+                return .inet(host: host, port: UInt16(bigEndian: inet.pointee[keyPath: port]), loopback: loopback)
+            }
         }
     }
 
