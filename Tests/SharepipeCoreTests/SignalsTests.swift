@@ -50,6 +50,14 @@ import Testing
         #expect(!notified)
         #expect(System.isIgnored(SIGURG))
     }
+
+    @Test func theCommandLinesIgnoreAndRestoreDefaultSetTheDisposition() {
+        signal(SIGURG, SIG_DFL)
+        Signal.ignore(SIGURG)
+        #expect(System.isIgnored(SIGURG))
+        Signal.restoreDefault(SIGURG)
+        #expect(isDefault(SIGURG))
+    }
 }
 
 /// Whether the signal's disposition is SIG_DFL.
