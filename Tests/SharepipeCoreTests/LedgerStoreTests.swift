@@ -144,6 +144,44 @@ import Testing
         }
     }
 
+    /// The heartbeat renews all of a daemon's leases in one statement while its completer records batches of the
+    /// same rows: both must lock rows in one order (by id), or PostgreSQL finds a deadlock and fails one of them (a
+    /// completion that fails is processed again after recovery).
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason))
+    func leaseRenewalsAndCompletionsOfTheSameRowsNeverDeadlock() async throws {
+        let ledger = try LedgerKind.postgresql.make(in: "")
+        // Random (v4) ids: the rows' order on disk is not their ids' order.
+        let records = (0..<600).map { _ in LedgerConformanceTests.record() }
+        let ids = records.map(\.manifest.shareId)
+        try ledger.recordStaged(records)
+        _ = try ledger.recordPublished(ids, sourcesDone: ids)
+        _ = try ledger.recordClaimed(ids)
+        let done = Atomic<Bool>(false)
+        let renewals = Atomic<Int>(0)
+        let failures = Mutex<[String]>([])
+        let renewing = Thread {
+            while !done.load(ordering: .relaxed) {
+                do { try ledger.renewLeases() } catch { failures.withLock { $0.append("renew: \(error)") } }
+                renewals.add(1, ordering: .relaxed)
+            }
+        }
+        renewing.start()
+        #expect(try await eventually(.seconds(30)) { renewals.load(ordering: .relaxed) > 0 })
+        let shuffled = ids.shuffled()
+        for batch in stride(from: 0, to: shuffled.count, by: 24).map({ Array(shuffled[$0..<min($0 + 24, shuffled.count)]) }) {
+            do {
+                _ = try ledger.recordProcessed(batch.map { ($0, 1) })
+            } catch {
+                failures.withLock { $0.append("complete: \(error)") }
+            }
+        }
+        done.store(true, ordering: .relaxed)
+        #expect(try await eventually(.seconds(30)) { renewing.isFinished })
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
+        #expect(renewals.load(ordering: .relaxed) >= 5, "the renewals ran alongside the completions")
+        #expect(try ledger.pending().shares == 0)
+    }
+
     @Test(.enabled(if: TestPostgres.enabled, TestPostgres.skipReason))
     func aSlowPostgresQueryHoldsUpNeitherOtherCallsNorTheLeases() async throws {
         let ledger = try LedgerKind.postgresql.make(in: "")

@@ -381,8 +381,13 @@ final class LedgerStore: Sendable {
     /// Extends the leases of every claim this process holds.
     func renewLeases() throws {
         guard let lease = leaseDuration else { return }
+        // The rows are locked in id order, as every transition locks them: in the order they lie on disk, the
+        // renewal and a completion of the same rows could each hold a row the other waits for (a deadlock).
         try driver.run(
-            "UPDATE shares SET lease_until = \(driver.dialect.now) + ? WHERE state = 'claimed' AND claimed_by = ?",
+            """
+            UPDATE shares SET lease_until = \(driver.dialect.now) + ? WHERE id IN (
+                SELECT id FROM shares WHERE state = 'claimed' AND claimed_by = ? ORDER BY id\(driver.dialect.lockRows))
+            """,
             [.integer(lease.milliseconds), .text(owner)])
     }
 
