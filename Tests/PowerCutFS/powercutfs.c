@@ -99,6 +99,18 @@ static int reserve(struct dirty *entry, size_t size) {
     return 0;
 }
 
+/* The unsynced data of the file open as fd (NULL: it has none), with the lock taken; on an error, the lock is not
+ * taken. */
+static int lock_dirty_of(int fd, struct dirty **entry) {
+    struct stat status;
+    if (fstat(fd, &status) != 0) {
+        return -errno;
+    }
+    pthread_mutex_lock(&lock);
+    *entry = find_dirty(status.st_ino);
+    return 0;
+}
+
 /* The dirty entry of the file open as fd, loaded from the backing file on first use; NULL for a file without a name
  * (its data goes straight to the backing file). Called with the lock held. */
 static int load_dirty(int fd, struct dirty **result) {
@@ -377,12 +389,11 @@ static int pc_create(const char *path, mode_t mode, struct fuse_file_info *file)
 static int pc_read(const char *path, char *buffer, size_t size, off_t offset, struct fuse_file_info *file) {
     (void)path;
     int fd = (int)file->fh;
-    struct stat status;
-    if (fstat(fd, &status) != 0) {
-        return -errno;
+    struct dirty *entry;
+    int error = lock_dirty_of(fd, &entry);
+    if (error != 0) {
+        return error;
     }
-    pthread_mutex_lock(&lock);
-    struct dirty *entry = find_dirty(status.st_ino);
     if (entry) {
         size_t count = (size_t)offset >= entry->size ? 0 : entry->size - (size_t)offset;
         if (count > size) {
@@ -442,18 +453,17 @@ static int pc_release(const char *path, struct fuse_file_info *file) {
 static int pc_fsync(const char *path, int datasync, struct fuse_file_info *file) {
     (void)path;
     int fd = (int)file->fh;
-    struct stat status;
-    if (fstat(fd, &status) != 0) {
-        return -errno;
+    struct dirty *entry;
+    int error = lock_dirty_of(fd, &entry);
+    if (error != 0) {
+        return error;
     }
-    pthread_mutex_lock(&lock);
-    struct dirty *entry = find_dirty(status.st_ino);
-    int error = entry ? write_back(fd, entry) : 0;
+    error = entry ? write_back(fd, entry) : 0;
     if (error == 0 && (datasync ? fdatasync(fd) : fsync(fd)) != 0) {
         error = -errno;
     }
     if (error == 0 && entry) {
-        drop_dirty(status.st_ino);
+        drop_dirty(entry->ino);
     }
     pthread_mutex_unlock(&lock);
     return error;

@@ -263,13 +263,3 @@ import Testing
         }
     }
 }
-
-private func directoryEntries(_ path: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-}
-
-private func jsonFile(_ path: String) throws -> [String: Any] {
-    let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
-    guard let dictionary = object as? [String: Any] else { throw SupportError("\(path) is not a JSON object") }
-    return dictionary
-}

@@ -275,17 +275,6 @@ private func fixtureContents(_ name: String) throws -> [UInt8] {
     Array(try Data(contentsOf: URL(fileURLWithPath: fixturePath(name))))
 }
 
-private func directoryEntries(_ path: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-}
-
-private func jsonFile(_ path: String) throws -> [String: Any] {
-    let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
-    guard let dictionary = object as? [String: Any] else { throw SupportError("\(path) is not a JSON object") }
-    return dictionary
-}
-
-
 /// Runs a system program (mount, umount) and waits for it.
 private func runProgram(_ path: String, _ arguments: [String]) throws -> (status: Int32, stderr: String) {
     let process = Process()

@@ -247,3 +247,15 @@ let pngBytes: [UInt8] = [
     0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xDE,
 ]
+
+/// The names in a directory, sorted (none when it is missing).
+func directoryEntries(_ path: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+}
+
+/// A JSON object read from a file.
+func jsonFile(_ path: String) throws -> [String: Any] {
+    let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+    guard let dictionary = object as? [String: Any] else { throw SupportError("\(path) is not a JSON object") }
+    return dictionary
+}
