@@ -95,7 +95,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             // Several chunks and an odd tail, so every range boundary of the pipeline is crossed.
             let source = try writeFile(dir + "/source.bin", randomBytes(5 * CopyEngine.chunkSize + 12_345, seed: 7))
             let copy = dir + "/copy.bin"
-            let result = try engine().copyFile(from: source, to: copy)
+            let result = try engine().copyFile(from: source, to: .init(path: copy))
             let expected = try sha256sum(source)
             #expect(result.sha256 == expected)
             #expect(try sha256sum(copy) == expected)
@@ -112,7 +112,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let expected = try sha256sum(source)
             let input = try FileDescriptor.open(source, flags: O_RDONLY | O_NOFOLLOW)
             try System.unlink(source)
-            let result = try engine().copyFile(from: input, sizeHint: Int64(bytes.count), to: dir + "/copy.bin")
+            let result = try engine().copyFile(from: input, sizeHint: Int64(bytes.count), to: .init(path: dir + "/copy.bin"))
             #expect(result.sha256 == expected)
             #expect(result.bytes == Int64(bytes.count))
         }
@@ -123,7 +123,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
         defer { try? FileManager.default.removeItem(atPath: shm) }
         try await withTemporaryDirectory { dir in
             let source = try writeFile(shm, randomBytes(2 * CopyEngine.chunkSize + 777, seed: 9))
-            let result = try engine().copyFile(from: source, to: dir + "/copy.bin")
+            let result = try engine().copyFile(from: source, to: .init(path: dir + "/copy.bin"))
             #expect(result.sha256 == (try sha256sum(source)))
             #expect(try sha256sum(dir + "/copy.bin") == (try sha256sum(source)))
         }
@@ -134,7 +134,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let source = try writeFile(dir + "/source.bin", randomBytes(2 * CopyEngine.chunkSize, seed: 10))
             let grow = AfterFirstChunk { _ in try append(randomBytes(3 << 20, seed: 11), to: source) }
             let copy = dir + "/copy.bin"
-            let result = try engine(progress: { grow($0) }).copyFile(from: source, to: copy)
+            let result = try engine(progress: { grow($0) }).copyFile(from: source, to: .init(path: copy))
             #expect(grow.failure.withLock { $0 } == nil)
             #expect(result.bytes == 2 * Int64(CopyEngine.chunkSize) + (3 << 20))
             #expect(result.sha256 == (try sha256sum(source)))
@@ -150,7 +150,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let copy = dir + "/copy.bin"
             let limited = engine(maxFileSize: original + (1 << 20), progress: { grow($0) })
             do {
-                _ = try limited.copyFile(from: source, to: copy)
+                _ = try limited.copyFile(from: source, to: .init(path: copy))
                 Issue.record("a source over the limit was copied")
             } catch let error as ShareError {
                 #expect(error.code == .tooLarge)
@@ -171,7 +171,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let source = try writeFile(dir + "/source.bin", bytes)
             let shrink = AfterFirstChunk { _ in _ = try System.call("truncate") { truncate(source, off_t(keep)) } }
             let copy = dir + "/copy.bin"
-            let result = try engine(progress: { shrink($0) }).copyFile(from: source, to: copy)
+            let result = try engine(progress: { shrink($0) }).copyFile(from: source, to: .init(path: copy))
             #expect(shrink.failure.withLock { $0 } == nil)
             #expect(result.bytes == Int64(expectedBytes))
             #expect(try size(ofFile: copy) == Int64(expectedBytes))
@@ -187,7 +187,7 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let cancel = AfterFirstChunk { _ in share.cancelled.store(true, ordering: .relaxed) }
             let engine = CopyEngine(maxFileSize: 1 << 40, maxShareSize: 1 << 40, share: share) { cancel($0) }
             do {
-                _ = try engine.copyFile(from: source, to: dir + "/copy.bin")
+                _ = try engine.copyFile(from: source, to: .init(path: dir + "/copy.bin"))
                 Issue.record("the copy went on after the share was cancelled")
             } catch let error as ShareError {
                 #expect(error.code == .cancelled)

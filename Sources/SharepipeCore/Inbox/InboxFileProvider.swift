@@ -31,7 +31,7 @@ struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
     }
 
     /// Copies the source from its start; a source that changed while it was copied fails (a writer is still at it).
-    func copy(engine: CopyEngine, to destination: String) -> Result<CopyEngine.Result, ShareError> {
+    func copy(engine: CopyEngine, to destination: CopyEngine.Destination) -> Result<CopyEngine.Result, ShareError> {
         guard let source else {
             return .failure(failure ?? ShareError(.missingFile, "the inbox entry could not be opened"))
         }
@@ -39,7 +39,7 @@ struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
             try source.descriptor.rewind()
             let result = try engine.copyFile(from: source.descriptor, sizeHint: source.status.size, to: destination)
             if source.changedSinceOpened() {
-                try? System.unlink(destination)
+                try? System.unlink(destination.path)
                 return .failure(ShareError(.io, "the file changed while it was copied", errno: Errno.tryAgain))
             }
             return .success(result)

@@ -411,6 +411,8 @@ final class LifecycleExecutor: Sendable {
     private func removeOne(_ id: String, from stage: Spool.Stage, spool: Spool, context: RunContext) throws {
         if stage == .processing, let held = context.lock(id) {
             defer { context.release(id) }
+            // Emptied and kept for a later share where that is safe and cheaper (ShareRecycler), else removed.
+            if spool.recycler.keep(id, locked: held.lock.directory, from: spool.directories.processing) { return }
             try held.removeDirectory(in: spool)
         } else {
             try spool.directories[stage].removeTree(id)

@@ -145,7 +145,9 @@ struct ShareLifecycle: Sendable {
         /// Tells the sources' owner (the inbox) that these shares are durable: it removes their sources and reports
         /// the shares whose sources are all gone.
         case removeSources([String])
-        /// Removes share directories (their entries, then the directories) from a stage.
+        /// Removes share directories (their entries, then the directories) from a stage. A claimed share's directory
+        /// may instead be emptied (every copy truncated) and kept for a later share's staging (`ShareRecycler`):
+        /// either way its content is gone and its name is free.
         case remove([String], from: Spool.Stage)
         /// Writes `processing/S/reason.json` atomically.
         case writeReason(String, QuarantineReason)

@@ -38,7 +38,7 @@ extension CopyEngine {
         } catch let error as ShareError
             where [Errno.notPermitted, Errno.notSupported, Errno.crossDevice, Errno.tooManyLinks].contains(error.errno)
         {
-            return try copyFile(from: file.path, to: destination)
+            return try copyFile(from: file.path, to: Destination(path: destination))
         }
         guard linked else { throw ShareError(.io, "the copy's name is taken", errno: Errno.exists) }
         do {

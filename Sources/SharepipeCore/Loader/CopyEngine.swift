@@ -29,6 +29,26 @@ struct CopyEngine: Sendable {
         let outOfSpace = Atomic<Bool>(false)
     }
 
+    /// Where a copy is written: `path`, whose last component is `name`, in `staging/S`. The file is made when the
+    /// copy opens it, never earlier (a load that fails first leaves nothing): an empty spare of a recycled
+    /// directory renamed to `name` when `spares` has one, else a new file.
+    struct Destination: Sendable {
+        var path: String
+        var name: String
+        var spares: StagingSpares?
+
+        init(path: String, name: String, spares: StagingSpares?) {
+            self.path = path
+            self.name = name
+            self.spares = spares
+        }
+
+        /// A new file at `path`.
+        init(path: String) {
+            self.init(path: path, name: "", spares: nil)
+        }
+    }
+
     let maxFileSize: Int64
     let maxShareSize: Int64
     let share: ShareState
@@ -54,9 +74,9 @@ struct CopyEngine: Sendable {
     /// The extended attribute holding a running copy's expected size.
     static let expectedSizeAttribute = "user.sharepipe.expected-bytes"
 
-    /// Copies the file at `source` (opened without following symlinks and without blocking) to `destination`,
-    /// which must not exist. On any failure the destination is removed.
-    func copyFile(from source: String, to destination: String) throws -> Result {
+    /// Copies the file at `source` (opened without following symlinks and without blocking) to `destination`, a new
+    /// file or an empty spare. On any failure the destination is removed.
+    func copyFile(from source: String, to destination: Destination) throws -> Result {
         let input = try Self.openSource(source)
         let status = try input.status()
         let kind = status.kind
@@ -64,12 +84,12 @@ struct CopyEngine: Sendable {
         return try copyFile(from: input, sizeHint: status.size, to: destination)
     }
 
-    /// Copies from an open regular file, from its current offset to its end, to `destination`, which must not
-    /// exist. `sizeHint` is the size `fstat` saw; the copy does not trust it: it reads to the end of the file
+    /// Copies from an open regular file, from its current offset to its end, to `destination`, a new file or an
+    /// empty spare. `sizeHint` is the size `fstat` saw; the copy does not trust it: it reads to the end of the file
     /// whatever the size, so the byte count, the hash and the limits describe exactly the bytes copied even when
     /// the source grows or shrinks meanwhile. The copy is not fsynced (its writeback is started as it goes): the publisher's
     /// barrier makes it durable. On any failure the destination is removed.
-    func copyFile(from input: borrowing FileDescriptor, sizeHint: Int64, to destination: String) throws -> Result {
+    func copyFile(from input: borrowing FileDescriptor, sizeHint: Int64, to destination: Destination) throws -> Result {
         let output = try Self.openDestination(destination)
         let inFlight = CopiesInFlight.shared.begin(total: sizeHint)
         defer { CopiesInFlight.shared.end(inFlight) }
@@ -81,13 +101,13 @@ struct CopyEngine: Sendable {
             if announced { try? output.removeAttribute(Self.expectedSizeAttribute) }
             return result
         } catch {
-            try? System.unlink(destination)
+            try? System.unlink(destination.path)
             throw error
         }
     }
 
     /// Writes bytes delivered as data through the same limits, hash and sniff as a file (not fsynced either).
-    func copyData(_ bytes: UnsafeRawBufferPointer, to destination: String) throws -> Result {
+    func copyData(_ bytes: UnsafeRawBufferPointer, to destination: Destination) throws -> Result {
         let output = try Self.openDestination(destination)
         do {
             let hasher = SHA256()
@@ -103,7 +123,7 @@ struct CopyEngine: Sendable {
             }
             return Result(bytes: written, sha256: hasher.finalize(), head: Array(bytes.prefix(Sniffer.sniffLength)))
         } catch {
-            try? System.unlink(destination)
+            try? System.unlink(destination.path)
             throw error
         }
     }
@@ -124,9 +144,12 @@ struct CopyEngine: Sendable {
         }
     }
 
-    private static func openDestination(_ path: String) throws -> FileDescriptor {
+    private static func openDestination(_ destination: Destination) throws -> FileDescriptor {
         // Readable too: the hasher and the sniffer read the copy back from the page cache.
-        try FileDescriptor.create(path, readable: true)
+        if let spares = destination.spares, spares.use(as: destination.name) {
+            return try FileDescriptor.openExisting(destination.path)
+        }
+        return try FileDescriptor.create(destination.path, readable: true)
     }
 
     /// Checks the limits and cancellation before `count` more bytes are written after `total`.

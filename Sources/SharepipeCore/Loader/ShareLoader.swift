@@ -46,15 +46,17 @@ public struct ShareLoader: Sendable {
         // The staging directory is locked (flock on the directory) for as long as this share is worked on, until it
         // is published, so a recovery started by another process can tell it from a dead one.
         let stagingLock: DirectoryLock
+        var spareNames: [String] = []
         do {
-            stagingLock = try makeLockedStaging(shareID)
+            stagingLock = try makeLockedStaging(shareID, spares: &spareNames)
         } catch {
             return refused(.failed, error as? ShareError ?? ShareError(.io, "\(error)"))
         }
 
         let shareState = CopyEngine.ShareState()
+        let spares = StagingSpares(shareID: shareID, spares: spareNames, staging: spool.directories.staging)
         let records = await withTaskCancellationHandler {
-            await loadAttachments(providers, shareID: shareID, shareState: shareState)
+            await loadAttachments(providers, shareID: shareID, spares: spares, shareState: shareState)
         } onCancel: {
             shareState.cancelled.store(true, ordering: .relaxed)
         }
@@ -69,13 +71,18 @@ public struct ShareLoader: Sendable {
         }
         for case let adopting as any AdoptingProvider in providers { adopting.adoptionsEnded() }
         return await finish(
-            shareID: shareID, lock: stagingLock, sourceApp: sourceApp, records: records, origin: origin)
+            shareID: shareID, lock: stagingLock, spares: spares, sourceApp: sourceApp, records: records,
+            origin: origin)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
-    /// when it is published and ends when the descriptor is closed.
-    private func makeLockedStaging(_ shareID: String) throws -> DirectoryLock {
+    /// when it is published and ends when the descriptor is closed. A directory the recycler kept is taken instead
+    /// when there is one (already locked; its empty files go to `spares`).
+    private func makeLockedStaging(_ shareID: String, spares: inout [String]) throws -> DirectoryLock {
         try spool.checkCapacity(configuration)
+        if let recycled = spool.recycler.take(as: shareID, into: spool.directories.staging, spares: &spares) {
+            return recycled
+        }
         try spool.directories.staging.makeDirectory(shareID)
         // A recovery in another process may remove the directory between its creation and the lock: then the
         // share cannot be attempted now, and its sources stay untouched for a later try.
@@ -88,7 +95,7 @@ public struct ShareLoader: Sendable {
 
     /// Loads every attachment, at most `concurrency` at a time; results stay in attachment order.
     private func loadAttachments(
-        _ providers: [any ItemProvider], shareID: String, shareState: CopyEngine.ShareState
+        _ providers: [any ItemProvider], shareID: String, spares: StagingSpares, shareState: CopyEngine.ShareState
     ) async -> [AttachmentRecord] {
         await withTaskGroup(of: AttachmentRecord.self) { group in
             var records: [AttachmentRecord?] = Array(repeating: nil, count: providers.count)
@@ -97,7 +104,8 @@ public struct ShareLoader: Sendable {
                 let index = next
                 next += 1
                 group.addTask {
-                    await loadAttachment(providers[index], index: index, shareID: shareID, shareState: shareState)
+                    await loadAttachment(
+                        providers[index], index: index, shareID: shareID, spares: spares, shareState: shareState)
                 }
             }
             while next < min(providers.count, max(1, configuration.concurrency)) { startNext() }
@@ -112,7 +120,8 @@ public struct ShareLoader: Sendable {
     /// Loads one attachment: the first declared type that conforms to an accepted type, then, while a load fails
     /// in a way the next representation may not (SPEC Types "Fallback"), each later conforming type in turn.
     private func loadAttachment(
-        _ provider: any ItemProvider, index: Int, shareID: String, shareState: CopyEngine.ShareState
+        _ provider: any ItemProvider, index: Int, shareID: String, spares: StagingSpares,
+        shareState: CopyEngine.ShareState
     ) async -> AttachmentRecord {
         let declared = provider.registeredTypeIdentifiers
         var record = AttachmentRecord(
@@ -133,7 +142,7 @@ public struct ShareLoader: Sendable {
             record.typeIdentifier = chosen
             if Task.isCancelled { return failed(ShareError(.cancelled, "the share was cancelled")) }
             let outcome = await loadRepresentation(
-                provider, type: chosen, index: index, shareID: shareID, shareState: shareState)
+                provider, type: chosen, index: index, shareID: shareID, spares: spares, shareState: shareState)
             attempts.append(AttachmentRecord.Attempt(type: chosen, code: outcome.error?.code))
             record.attempts = attempts.count > 1 ? attempts : nil
             record.sniffedMimeType = outcome.sniffedMimeType
@@ -168,13 +177,14 @@ public struct ShareLoader: Sendable {
     /// Loads and copies one representation into staging and checks its content against the type; on any failure
     /// the copy is gone again.
     private func loadRepresentation(
-        _ provider: any ItemProvider, type chosen: String, index: Int, shareID: String,
+        _ provider: any ItemProvider, type chosen: String, index: Int, shareID: String, spares: StagingSpares,
         shareState: CopyEngine.ShareState
     ) async -> RepresentationOutcome {
         let fileID = UUID.random().uuidString
         let fileName = fileID + "." + fileExtension(for: chosen, suggestedName: provider.suggestedName)
         var outcome = RepresentationOutcome(fileID: fileID, file: fileName)
-        let destination = spool.path(.staging, shareID) + "/" + fileName
+        let path = spool.path(.staging, shareID) + "/" + fileName
+        let destination = CopyEngine.Destination(path: path, name: fileName, spares: spares)
         var progress: (@Sendable (Int64) -> Void)?
         if let report = configuration.progress {
             progress = { bytes in report(index, bytes) }
@@ -187,7 +197,7 @@ public struct ShareLoader: Sendable {
         if let opened = provider as? any DescriptorBackedProvider {
             copied = opened.copy(engine: engine, to: destination)
         } else if let received = (provider as? any AdoptingProvider)?.receivedFile(forTypeIdentifier: chosen) {
-            copied = engine.adopting(received, to: destination)
+            copied = engine.adopting(received, to: path)
         } else {
             copied = await deliver(provider, type: chosen, engine: engine, destination: destination, cancel: shareState)
         }
@@ -214,7 +224,7 @@ public struct ShareLoader: Sendable {
             } catch {
                 outcome.error = error as? ShareError ?? ShareError(.io, "\(error)")
             }
-            try? System.unlink(destination)
+            try? System.unlink(path)
             // The refused copy no longer counts against the share's size limit.
             shareState.bytes.subtract(copy.bytes, ordering: .relaxed)
         }
@@ -243,7 +253,7 @@ public struct ShareLoader: Sendable {
     /// Asks the provider for the representation and copies it inside the callback; a timeout or cancellation
     /// that comes first wins, and a late callback then does nothing.
     private func deliver(
-        _ provider: any ItemProvider, type: String, engine: CopyEngine, destination: String,
+        _ provider: any ItemProvider, type: String, engine: CopyEngine, destination: CopyEngine.Destination,
         cancel shareState: CopyEngine.ShareState
     ) async -> Result<CopyEngine.Result, ShareError> {
         let gate = LoadGate<Result<CopyEngine.Result, ShareError>>()
@@ -283,7 +293,7 @@ public struct ShareLoader: Sendable {
     }
 
     /// Runs inside the file callback: the URL is valid only until this returns.
-    private static func copy(url: URL?, error: (any Error)?, engine: CopyEngine, destination: String)
+    private static func copy(url: URL?, error: (any Error)?, engine: CopyEngine, destination: CopyEngine.Destination)
         -> Result<CopyEngine.Result, ShareError>
     {
         if let error { return .failure(providerError(error)) }
@@ -297,7 +307,9 @@ public struct ShareLoader: Sendable {
         }
     }
 
-    private static func copy(data: Data?, error: (any Error)?, engine: CopyEngine, destination: String)
+    private static func copy(
+        data: Data?, error: (any Error)?, engine: CopyEngine, destination: CopyEngine.Destination
+    )
         -> Result<CopyEngine.Result, ShareError>
     {
         if let error { return .failure(providerError(error)) }
@@ -365,8 +377,8 @@ public struct ShareLoader: Sendable {
 
     /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
-        shareID: String, lock: consuming DirectoryLock, sourceApp: String?, records: [AttachmentRecord],
-        origin: ShareOrigin?
+        shareID: String, lock: consuming DirectoryLock, spares: StagingSpares, sourceApp: String?,
+        records: [AttachmentRecord], origin: ShareOrigin?
     ) async -> ShareReceipt {
         var records = records
         let created = Date()
@@ -397,7 +409,8 @@ public struct ShareLoader: Sendable {
             return ShareReceipt(shareId: shareID, status: .rejected, attachments: records)
         }
         do {
-            try spool.writeManifest(manifest())
+            try spool.writeManifest(manifest(), spares: spares)
+            try spares.removeUnused()
         } catch {
             let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
             spool.rollBack(manifest(), code: shareError.code)

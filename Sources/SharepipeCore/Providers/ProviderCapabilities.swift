@@ -2,7 +2,7 @@
 /// instead of asking for a temporary file by path, so the bytes copied are the bytes that were checked.
 protocol DescriptorBackedProvider: ItemProvider {
     /// Copies the content from its start into `destination`.
-    func copy(engine: CopyEngine, to destination: String) -> Result<CopyEngine.Result, ShareError>
+    func copy(engine: CopyEngine, to destination: CopyEngine.Destination) -> Result<CopyEngine.Result, ShareError>
 }
 
 /// A provider that sniffed the head of its content to derive its types: the loader reuses the answer when the

@@ -27,6 +27,7 @@ extension Spool {
         var report = RecoveryReport()
         var liveClaims: Set<String> = []
         var removedStaging: [String] = []
+        try recycler.removeUnlocked()
         for stage in [Stage.staging, .processing, .quarantine] {
             let names = stage == .staging ? try directories.staging.names() : try shareIDs(in: stage)
             for shareID in names {

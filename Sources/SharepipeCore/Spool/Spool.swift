@@ -26,6 +26,8 @@ public final class Spool: Sendable {
     let capabilities: FileSystemCapabilities
     /// How a publish batch is made durable there.
     let barrier: DurabilityBarrier
+    /// Processed shares' directories, emptied and kept for the next shares' staging (where `syncfs` is the barrier).
+    let recycler: ShareRecycler
 
     /// Stage directories.
     package enum Stage: String, Sendable, CaseIterable {
@@ -79,6 +81,8 @@ public final class Spool: Sendable {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
         barrier = DurabilityBarrier(capabilities)
+        recycler = ShareRecycler(
+            root: directories.root, rootPath: self.root, enabled: capabilities.syncfsIsBarrier)
         executor = LifecycleExecutor()
     }
 
@@ -136,10 +140,13 @@ public final class Spool: Sendable {
         try Manifest.decode(try System.readFile(path(stage, shareID) + "/manifest.json"))
     }
 
-    /// Writes `staging/S/manifest.json`. Not fsynced and no temporary name: nothing reads `staging`, the publisher's
-    /// barrier makes it durable, and the whole directory becomes visible at once by the rename into `incoming`.
-    func writeManifest(_ manifest: Manifest) throws {
-        let file = try directories.staging.create(manifest.shareId + "/manifest.json")
+    /// Writes `staging/S/manifest.json`, into an empty spare renamed to that name when the share has one. Not fsynced
+    /// and no temporary name: nothing reads `staging`, the publisher's barrier makes it durable, and the whole
+    /// directory becomes visible at once by the rename into `incoming`.
+    func writeManifest(_ manifest: Manifest, spares: StagingSpares? = nil) throws {
+        let name = manifest.shareId + "/manifest.json"
+        let file = spares?.use(as: "manifest.json") == true
+            ? try directories.staging.openExisting(name) : try directories.staging.create(name)
         try file.writeAll(try manifest.encoded())
     }
 

@@ -4,9 +4,15 @@ import Glibc
 /// inode, so it moves with the directory when it is renamed; the kernel drops it when the descriptor closes,
 /// including when the process dies.
 struct DirectoryLock: ~Copyable, Sendable {
-    private let directory: OpenDirectory
+    /// The locked directory; the lock lasts as long as this object does, whoever holds it.
+    let directory: OpenDirectory
 
     private init(directory: OpenDirectory) {
+        self.directory = directory
+    }
+
+    /// The lock of a directory this process already holds locked (one `ShareRecycler` kept).
+    init(alreadyLocked directory: OpenDirectory) {
         self.directory = directory
     }
 

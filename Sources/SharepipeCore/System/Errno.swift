@@ -9,6 +9,8 @@ enum Errno {
     static let notDirectory = ENOTDIR
     /// `ELOOP`: among others, what an `O_NOFOLLOW` open of a symlink fails with.
     static let symlinkLoop = ELOOP
+    /// `EISDIR`
+    static let isDirectory = EISDIR
     /// `EXDEV`: a rename or link across file systems.
     static let crossDevice = EXDEV
     /// `EEXIST`

@@ -92,6 +92,12 @@ struct FileDescriptor: ~Copyable, Sendable {
         return try open(path, relativeTo: directory, flags: access | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
     }
 
+    /// Opens an existing file for reading and writing, never through a symlink or blocking on a FIFO; nothing is
+    /// created or cut off.
+    static func openExisting(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
+        try open(path, relativeTo: directory, flags: O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    }
+
     /// Opens an existing file for writing at its start, never through a symlink; nothing is created or cut off.
     static func openForWriting(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws -> FileDescriptor {
         try open(path, relativeTo: directory, flags: O_WRONLY | O_NOFOLLOW)
@@ -128,6 +134,11 @@ struct FileDescriptor: ~Copyable, Sendable {
 
     func sync() throws {
         _ = try System.call("fsync") { Glibc.fsync(rawValue) }
+    }
+
+    /// Cuts the file to `size` bytes (its blocks past it are freed; the inode stays).
+    func truncate(to size: Int64) throws {
+        _ = try System.call("ftruncate") { Glibc.ftruncate(rawValue, off_t(size)) }
     }
 
     /// Moves the file position back to the start.

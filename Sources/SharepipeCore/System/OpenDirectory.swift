@@ -30,6 +30,11 @@ final class OpenDirectory: Sendable {
         try FileDescriptor.openForReading(name, relativeTo: descriptor.rawValue)
     }
 
+    /// Opens the existing file `name` for reading and writing (`FileDescriptor.openExisting`).
+    func openExisting(_ name: String) throws -> FileDescriptor {
+        try FileDescriptor.openExisting(name, relativeTo: descriptor.rawValue)
+    }
+
     /// Creates the new file `name` for writing (`FileDescriptor.create`).
     func create(_ name: String, mode: mode_t = 0o600) throws -> FileDescriptor {
         try FileDescriptor.create(name, relativeTo: descriptor.rawValue, mode: mode)
@@ -75,6 +80,12 @@ final class OpenDirectory: Sendable {
     /// Renames `name` in this directory to the same name in `target`, replacing what is there.
     func rename(_ name: String, into target: OpenDirectory) throws {
         try System.rename(name, to: name, fromDirectory: descriptor.rawValue, toDirectory: target.descriptor.rawValue)
+    }
+
+    /// Renames `name` in this directory to `newName` in `target` (which may be this directory), replacing what is
+    /// there.
+    func rename(_ name: String, to newName: String, in target: OpenDirectory) throws {
+        try System.rename(name, to: newName, fromDirectory: descriptor.rawValue, toDirectory: target.descriptor.rawValue)
     }
 
     /// Renames `name` in this directory to the same name in `target` unless that exists (then false).

@@ -1,0 +1,176 @@
+import Foundation
+import Synchronization
+
+/// Emptied share directories, kept for the next shares' staging instead of being removed and made again.
+///
+/// On ext4 without a journal every new inode is found by walking past the inodes freed in the last minutes, so a
+/// share that creates three (its directory, its copy, its manifest) after others were removed pays a scan that grows
+/// with the load (docs/benchmarks.md). A processed share's directory is therefore emptied in place: each copy
+/// truncated to zero bytes (its content is gone, as SPEC's "deleted once processed" requires) and renamed
+/// `spare-N`, the directory moved to `DIR/recycled/<random UUID>` with its lock still held. The next share's loader
+/// renames it to `staging/S` and renames spares to its copies' and manifest's names; nothing is allocated or freed.
+///
+/// - Only where `syncfs` is the barrier (a local block-device file system): one `syncfs` makes the renames and
+///   truncations durable with the batch. Elsewhere directories are removed as before.
+/// - Crash safety rests on the order the lifecycle already has: a share's `processed` record is durable before its
+///   directory is emptied, so whatever a crash leaves of it (in `processing`, `recycled` or a new `staging/S`) is
+///   removed by recovery; a kept directory is locked, so no recovery removes it while this process lives.
+/// - A file with a second link (the store processor links copies into its output) is never truncated: that name is
+///   removed, the other keeps the content. Anything that is not a regular file is removed.
+/// - At most `capacity` directories (one descriptor each) are kept; the rest are removed.
+final class ShareRecycler: Sendable {
+    /// The directory below the state directory that holds kept directories.
+    static let directoryName = "recycled"
+    /// Kept directories at most: enough to cover the shares a burst has in flight at once, one descriptor each, and
+    /// no more than a sixteenth of the descriptor limit.
+    static let capacity = min(256, max(16, System.descriptorLimit() / 16))
+    /// Emptied files kept per directory at most (a share has one copy and a manifest, usually).
+    static let sparesPerDirectory = 8
+
+    /// A kept directory: its random name in `recycled`, its locked descriptor, its spare files.
+    private struct Kept: Sendable {
+        var name: String
+        var directory: OpenDirectory
+        var spares: [String]
+    }
+
+    /// `DIR/recycled`, nil when recycling is off.
+    private let directory: OpenDirectory?
+    /// Its path.
+    private let path: String
+    private let kept = Mutex<[Kept]>([])
+
+    /// Recycling in the state directory (open as `root`, at `rootPath`) when `enabled`; a `recycled` directory that
+    /// cannot be made turns it off.
+    init(root: OpenDirectory, rootPath: String, enabled: Bool) {
+        path = rootPath + "/" + Self.directoryName
+        guard enabled else {
+            directory = nil
+            return
+        }
+        do {
+            do {
+                try root.makeDirectory(Self.directoryName)
+            } catch let error as ShareError where error.errno == Errno.exists {}
+            directory = try root.openDirectory(Self.directoryName)
+        } catch {
+            directory = nil
+        }
+    }
+
+    var isEnabled: Bool { directory != nil }
+
+    /// Empties the locked share directory `name` of `stage` and keeps it; false when it is not kept (recycling off,
+    /// enough kept, or a step failed), and the caller removes it.
+    func keep(_ name: String, locked share: OpenDirectory, from stage: OpenDirectory) -> Bool {
+        guard let directory, kept.withLock({ $0.count }) < Self.capacity else { return false }
+        var spares: [String] = []
+        do {
+            for entry in try share.names() {
+                if spares.count < Self.sparesPerDirectory, try Self.empty(entry, in: share) {
+                    let spare = "spare-\(spares.count)"
+                    if entry != spare { try share.rename(entry, to: spare, in: share) }
+                    spares.append(spare)
+                } else {
+                    try share.removeTree(entry)
+                }
+            }
+            let keptName = UUID.random().uuidString
+            try stage.rename(name, to: keptName, in: directory)
+            let stored = kept.withLock { kept in
+                guard kept.count < Self.capacity else { return false }
+                kept.append(Kept(name: keptName, directory: share, spares: spares))
+                return true
+            }
+            if !stored { try? directory.removeTree(keptName) }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Truncates `entry` to zero bytes when it is a regular file with no other link; false (nothing changed) when it
+    /// is anything else.
+    private static func empty(_ entry: String, in share: OpenDirectory) throws -> Bool {
+        let file: FileDescriptor
+        do {
+            file = try share.openExisting(entry)
+        } catch let error as ShareError
+            where [Errno.symlinkLoop, Errno.isDirectory, Errno.noDevice].contains(error.errno)
+        {
+            return false
+        }
+        let status = try file.status()
+        guard status.kind == .regular, status.linkCount == 1 else { return false }
+        if status.size > 0 { try file.truncate(to: 0) }
+        return true
+    }
+
+    /// A kept directory renamed to `staging/shareID`, with its lock (its spare files' names in `spares`); nil when
+    /// none is kept (the caller makes a new one).
+    func take(as shareID: String, into staging: OpenDirectory, spares: inout [String]) -> DirectoryLock? {
+        guard let directory else { return nil }
+        while let next = kept.withLock({ $0.popLast() }) {
+            do {
+                try directory.rename(next.name, to: shareID, in: staging)
+                spares = next.spares
+                return DirectoryLock(alreadyLocked: next.directory)
+            } catch {
+                try? directory.removeTree(next.name)
+            }
+        }
+        return nil
+    }
+
+    /// Removes what a process that is gone kept (its directories are no longer locked); this process's own stay.
+    func removeUnlocked() throws {
+        guard let directory else { return }
+        // This process's own are locked by it too, so the lock alone tells them apart.
+        for name in try directory.names() {
+            guard try directory.statusIfPresent(name)?.kind == .directory else {
+                try directory.removeTree(name)
+                continue
+            }
+            guard let lock = try DirectoryLock.acquire(path + "/" + name) else { continue }
+            try lock.removeContents()
+            try directory.removeTree(name)
+        }
+    }
+}
+
+/// The emptied files a recycled `staging/S` brought (`ShareRecycler`), handed out as the loader names its copies and
+/// its manifest, so that they need no new inode.
+final class StagingSpares: Sendable {
+    private let shareID: String
+    private let staging: OpenDirectory
+    private let spares: Mutex<[String]>
+
+    init(shareID: String, spares: [String], staging: OpenDirectory) {
+        self.shareID = shareID
+        self.staging = staging
+        self.spares = Mutex(spares)
+    }
+
+    /// Renames a spare to `name` in `staging/S`, where it is an empty file; false when none is left (the caller
+    /// creates the file).
+    func use(as name: String) -> Bool {
+        guard let spare = spares.withLock({ $0.popLast() }) else { return false }
+        do {
+            try staging.rename(shareID + "/" + spare, to: shareID + "/" + name, in: staging)
+            return true
+        } catch {
+            try? staging.unlink(shareID + "/" + spare)
+            return false
+        }
+    }
+
+    /// Removes the spares no file took, before the share is published: a consumer finds only its copies and
+    /// manifest.
+    func removeUnused() throws {
+        let unused = spares.withLock { spares in
+            defer { spares = [] }
+            return spares
+        }
+        for spare in unused { try staging.unlink(shareID + "/" + spare) }
+    }
+}

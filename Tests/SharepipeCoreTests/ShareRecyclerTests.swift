@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import SharepipeCore
+
+/// Processed shares' directories emptied and kept for the next shares (`ShareRecycler`): what a user finds in the
+/// state directory after each step, and that nothing of a processed share's content survives or leaks into the
+/// next one.
+@Suite(.timeLimit(.minutes(2))) struct ShareRecyclerTests {
+    /// Loads one share of text files with these contents and returns its id.
+    func share(_ spool: Spool, _ dir: String, _ texts: [String]) async throws -> String {
+        let providers = try texts.enumerated().map { index, text in
+            FileItemProvider(
+                path: try writeFile(dir + "/source-\(UUID().uuidString)-\(index).txt", text), types: ["public.plain-text"])
+        }
+        let receipt = await ShareLoader(spool: spool).load(providers)
+        #expect(receipt.status == .complete)
+        return receipt.shareId
+    }
+
+    /// Claims and completes a share now.
+    func process(_ spool: Spool, _ shareID: String) throws {
+        let claim = try #require(try spool.claim(shareID))
+        try spool.complete(claim, durationMilliseconds: 1, stoppingAfter: nil)
+    }
+
+    /// Every entry below `path`, relative to it, with its size.
+    func tree(_ path: String) -> [String: Int] {
+        var found: [String: Int] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        while let name = enumerator?.nextObject() as? String {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
+            found[name] = (attributes?[.size] as? Int) ?? -1
+        }
+        return found
+    }
+
+    func inode(_ path: String) throws -> UInt64 { try System.lstat(path).inode }
+
+    @Test func aProcessedShareIsEmptiedKeptAndTakenByTheNextShare() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try #require(spool.recycler.isEnabled, "the temporary directory is not on a local block-device file system")
+            let first = try await share(spool, dir, ["the first share's words\n"])
+            let firstManifest = try spool.manifest(.incoming, first)
+            let firstFile = try #require(firstManifest.attachments[0].file)
+            let copyInode = try inode(spool.path(.incoming, first) + "/" + firstFile)
+            try process(spool, first)
+
+            // Processed: no directory or name of the share is left, only emptied spares without content.
+            #expect(try spool.shareIDs(in: .processing).isEmpty)
+            let kept = tree(dir + "/state/recycled")
+            #expect(kept.count == 3, "\(kept)")
+            #expect(kept.filter { $0.key.hasSuffix("/spare-0") || $0.key.hasSuffix("/spare-1") }.values.allSatisfy { $0 == 0 })
+            #expect(!kept.keys.contains { $0.contains(first) || $0.contains(firstFile) })
+            #expect(try entries(spool, .staging).isEmpty)
+
+            // The next share takes the directory and its inodes; its bytes and manifest are its own.
+            let second = try await share(spool, dir, ["the second share, shorter\n"])
+            #expect(tree(dir + "/state/recycled").isEmpty)
+            let manifest = try spool.manifest(.incoming, second)
+            let file = try #require(manifest.attachments[0].file)
+            #expect(Set(tree(spool.path(.incoming, second)).keys) == ["manifest.json", file])
+            let copy = spool.path(.incoming, second) + "/" + file
+            #expect(String(decoding: try System.readFile(copy), as: UTF8.self) == "the second share, shorter\n")
+            #expect(manifest.attachments[0].bytes == 26)
+            #expect(manifest.shareId == second)
+            // One of the two spares became the copy, the other the manifest: no new inode.
+            let reused = [try inode(copy), try inode(spool.path(.incoming, second) + "/manifest.json")]
+            #expect(reused.contains(copyInode))
+        }
+    }
+
+    @Test func aShareWithFewerFilesThanTheSparesPublishesOnlyItsOwn() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try #require(spool.recycler.isEnabled)
+            try process(spool, try await share(spool, dir, ["one\n", "two\n", "three\n"]))
+            #expect(tree(dir + "/state/recycled").count == 5)
+            let second = try await share(spool, dir, ["alone\n"])
+            let file = try #require(try spool.manifest(.incoming, second).attachments[0].file)
+            #expect(Set(tree(spool.path(.incoming, second)).keys) == ["manifest.json", file])
+            // And a share with more files than spares creates the rest.
+            try process(spool, second)
+            let third = try await share(spool, dir, ["a\n", "b\n", "c\n", "d\n"])
+            let files = try spool.manifest(.incoming, third).attachments.compactMap(\.file)
+            #expect(files.count == 4)
+            #expect(Set(tree(spool.path(.incoming, third)).keys) == Set(files + ["manifest.json"]))
+            for (file, text) in zip(files, ["a\n", "b\n", "c\n", "d\n"]) {
+                #expect(String(decoding: try System.readFile(spool.path(.incoming, third) + "/" + file), as: UTF8.self)
+                    == text)
+            }
+        }
+    }
+
+    @Test func aCopyWithASecondLinkKeepsItsContentAndASymlinkIsNotFollowed() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try #require(spool.recycler.isEnabled)
+            let shareID = try await share(spool, dir, ["linked out by a processor\n"])
+            let file = try #require(try spool.manifest(.incoming, shareID).attachments[0].file)
+            let claim = try #require(try spool.claim(shareID))
+            // What the store processor does (a second name in its output), and a hostile processor's symlink.
+            #expect(try System.linkNoReplace(spool.path(.processing, shareID) + "/" + file, to: dir + "/output.txt"))
+            try writeFile(dir + "/outside.txt", "not the spool's\n")
+            try FileManager.default.createSymbolicLink(
+                atPath: spool.path(.processing, shareID) + "/link", withDestinationPath: dir + "/outside.txt")
+            try spool.complete(claim, durationMilliseconds: 1, stoppingAfter: nil)
+
+            #expect(String(decoding: try System.readFile(dir + "/output.txt"), as: UTF8.self) == "linked out by a processor\n")
+            #expect(try System.lstat(dir + "/output.txt").linkCount == 1)
+            #expect(String(decoding: try System.readFile(dir + "/outside.txt"), as: UTF8.self) == "not the spool's\n")
+            // Only the manifest was kept (emptied); the link and the symlink are gone.
+            let kept = tree(dir + "/state/recycled")
+            #expect(kept.count == 2, "\(kept)")
+            #expect(kept.filter { $0.key.contains("/") }.values.allSatisfy { $0 == 0 })
+        }
+    }
+
+    @Test func recoveryRemovesWhatAProcessThatIsGoneKeptAndLeavesALiveOnesAlone() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try #require(spool.recycler.isEnabled)
+            try process(spool, try await share(spool, dir, ["kept by this process\n"]))
+            // What a process that died kept: an unlocked directory with a spare, and a stray file.
+            let dead = dir + "/state/recycled/" + UUID().uuidString
+            try System.makeDirectory(dead)
+            try writeFile(dead + "/spare-0", "")
+            try writeFile(dir + "/state/recycled/stray", "")
+            #expect(tree(dir + "/state/recycled").count == 6)
+
+            _ = try spool.recover()
+            let left = tree(dir + "/state/recycled")
+            #expect(left.count == 3, "\(left)")
+            #expect(!left.keys.contains { $0.hasPrefix(URL(fileURLWithPath: dead).lastPathComponent) || $0 == "stray" })
+            // The live one is still taken by the next share.
+            _ = try await share(spool, dir, ["next\n"])
+            #expect(tree(dir + "/state/recycled").isEmpty)
+        }
+    }
+}
