@@ -5,7 +5,7 @@ import Testing
 /// Processed shares' directories emptied and kept for the next shares (`ShareRecycler`): what a user finds in the
 /// state directory after each step, and that nothing of a processed share's content survives or leaks into the
 /// next one.
-@Suite(.timeLimit(.minutes(2))) struct ShareRecyclerTests {
+@Suite(.timeLimit(.minutes(5))) struct ShareRecyclerTests {
     /// Loads one share of text files with these contents and returns its id.
     func share(_ spool: Spool, _ dir: String, _ texts: [String]) async throws -> String {
         let providers = try texts.enumerated().map { index, text in
