@@ -142,6 +142,50 @@ import Testing
             }
         }
     }
+
+    /// Processed shares' directories are kept for reuse (`STATE/recycled`): after 300 drops nothing of their
+    /// content or names is left there, only empty spares; copies the store processor linked into its output keep
+    /// every byte; and a restart removes what the stopped daemon kept.
+    @Test(arguments: ["discard", "store"])
+    func processedSharesLeaveOnlyEmptySparesAndARestartRemovesThem(processor: String) async throws {
+        try await withTemporaryDirectory { dir in
+            let (inbox, state, output) = (dir + "/inbox", dir + "/state", dir + "/processed")
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            let daemon = try await startDaemon(
+                ["daemon", "--inbox", inbox, "--state", state, "--processor", processor, "--settle", "50"]
+                    + (processor == "store" ? ["--output", output] : []))
+            let expected = try drop(300, into: dir + "/outside")
+            for index in 0..<300 {
+                #expect(rename(dir + "/outside/drop-\(index).txt", inbox + "/drop-\(index).txt") == 0)
+            }
+            #expect(try await eventually(.seconds(120), every: .milliseconds(100)) {
+                daemon.stderrSoFar.components(separatedBy: "event=share.processed").count - 1 == 300
+                    && ["staging", "incoming", "processing"].allSatisfy { names(state + "/" + $0).isEmpty }
+            })
+            if processor == "store" { #expect(storedContents(output).sorted() == expected.sorted()) }
+
+            let kept = names(state + "/recycled")
+            #expect(!kept.isEmpty, "nothing was kept for reuse")
+            let shareIDs = Set(daemon.stderrSoFar.split(separator: " ").filter { $0.hasPrefix("share=") }
+                .map { String($0.dropFirst(6)) })
+            for directory in kept {
+                #expect(!shareIDs.contains(directory))
+                for spare in names(state + "/recycled/" + directory) {
+                    #expect(spare.hasPrefix("spare-"), "\(spare)")
+                    let size = try FileManager.default.attributesOfItem(
+                        atPath: state + "/recycled/" + directory + "/" + spare)[.size] as? Int
+                    #expect(size == 0, "\(directory)/\(spare) holds \(size ?? -1) bytes")
+                }
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit(timeout: .seconds(30)).status == 0)
+
+            let restarted = try await runSharepipeAsync(
+                ["daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "discard"])
+            #expect(restarted.status == 0, "\(restarted.stderr)")
+            #expect(names(state + "/recycled").isEmpty)
+        }
+    }
 }
 
 extension Array {
