@@ -112,7 +112,8 @@ private func append(_ bytes: [UInt8], to path: String) throws {
             let expected = try sha256sum(source)
             let input = try FileDescriptor.open(source, flags: O_RDONLY | O_NOFOLLOW)
             try System.unlink(source)
-            let result = try engine().copyFile(from: input, sizeHint: Int64(bytes.count), to: .init(path: dir + "/copy.bin"))
+            let result = try engine().copyFile(
+                from: input, sizeHint: Int64(bytes.count), to: .init(path: dir + "/copy.bin"))
             #expect(result.sha256 == expected)
             #expect(result.bytes == Int64(bytes.count))
         }

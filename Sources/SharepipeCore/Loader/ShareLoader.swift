@@ -100,7 +100,9 @@ public struct ShareLoader: Sendable {
         // One attachment (every inbox share) is loaded in this task: a child task would hop to the global
         // executor's threads and back, two thread switches per share for nothing to overlap.
         if providers.count == 1 {
-            return [await loadAttachment(providers[0], index: 0, shareID: shareID, spares: spares, shareState: shareState)]
+            let record = await loadAttachment(
+                providers[0], index: 0, shareID: shareID, spares: spares, shareState: shareState)
+            return [record]
         }
         return await withTaskGroup(of: AttachmentRecord.self) { group in
             var records: [AttachmentRecord?] = Array(repeating: nil, count: providers.count)

@@ -85,7 +85,8 @@ final class OpenDirectory: Sendable {
     /// Renames `name` in this directory to `newName` in `target` (which may be this directory), replacing what is
     /// there.
     func rename(_ name: String, to newName: String, in target: OpenDirectory) throws {
-        try System.rename(name, to: newName, fromDirectory: descriptor.rawValue, toDirectory: target.descriptor.rawValue)
+        try System.rename(
+            name, to: newName, fromDirectory: descriptor.rawValue, toDirectory: target.descriptor.rawValue)
     }
 
     /// Renames `name` in this directory to the same name in `target` unless that exists (then false).
