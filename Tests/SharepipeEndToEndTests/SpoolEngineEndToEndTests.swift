@@ -145,7 +145,7 @@ import Testing
 
     /// Processed shares' directories are kept for reuse (`STATE/recycled`): after 300 drops nothing of their
     /// content or names is left there, only empty spares; copies the store processor linked into its output keep
-    /// every byte; and a restart removes what the stopped daemon kept.
+    /// every byte; a daemon that stops removes what it kept, and a restart what a killed one kept.
     @Test(arguments: ["discard", "store"])
     func processedSharesLeaveOnlyEmptySparesAndARestartRemovesThem(processor: String) async throws {
         try await withTemporaryDirectory { dir in
@@ -179,7 +179,17 @@ import Testing
             }
             daemon.signal(SIGTERM)
             #expect(try await daemon.exit(timeout: .seconds(30)).status == 0)
+            #expect(names(state + "/recycled").isEmpty)
 
+            let killed = try await startDaemon(
+                ["daemon", "--inbox", inbox, "--state", state, "--processor", "discard", "--settle", "50"])
+            _ = try drop(20, into: inbox, prefix: "again")
+            #expect(try await eventually(.seconds(60), every: .milliseconds(100)) {
+                killed.stderrSoFar.components(separatedBy: "event=share.processed").count - 1 == 20
+            })
+            killed.signal(SIGKILL)
+            _ = try await killed.exit(timeout: .seconds(30))
+            #expect(!names(state + "/recycled").isEmpty)
             let restarted = try await runSharepipeAsync(
                 ["daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "discard"])
             #expect(restarted.status == 0, "\(restarted.stderr)")

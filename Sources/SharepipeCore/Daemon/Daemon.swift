@@ -148,6 +148,7 @@ package struct Daemon: Sendable {
         }
         let summary = try await context.consumer.drain()
         try await refresh(context)
+        context.spool.recycler.removeKept()
         let published = all.filter { if case .published = $0 { true } else { false } }.count
         let rejected = all.filter { if case .rejected = $0 { true } else { false } }.count
         let deferred = all.filter { if case .deferred = $0 { true } else { false } }.count
@@ -235,6 +236,7 @@ package struct Daemon: Sendable {
         }
         notifier.send("STOPPING=1")
         try? await refresh(context)
+        context.spool.recycler.removeKept()
         logger.info("daemon.stopped", [("clean", .string(stopped ? "yes" : "no"))])
         return 0
     }

@@ -122,6 +122,17 @@ final class ShareRecycler: Sendable {
         return nil
     }
 
+    /// Removes every directory this process kept (a daemon that stops leaves none behind).
+    func removeKept() {
+        guard let directory else { return }
+        for kept in kept.withLock({ kept in
+            defer { kept = [] }
+            return kept
+        }) {
+            try? directory.removeTree(kept.name)
+        }
+    }
+
     /// Removes what a process that is gone kept (its directories are no longer locked); this process's own stay.
     func removeUnlocked() throws {
         guard let directory else { return }
