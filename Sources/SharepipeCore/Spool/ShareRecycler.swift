@@ -7,8 +7,9 @@ import Synchronization
 /// share that creates three (its directory, its copy, its manifest) after others were removed pays a scan that grows
 /// with the load (docs/benchmarks.md). A processed share's directory is therefore emptied in place: each copy
 /// truncated to zero bytes (its content is gone, as SPEC's "deleted once processed" requires) and renamed
-/// `spare-N`, the directory moved to `DIR/recycled/<random UUID>` with its lock still held. The next share's loader
-/// renames it to `staging/S` and renames spares to its copies' and manifest's names; nothing is allocated or freed.
+/// `spare-N` (the emptied `manifest.json` keeps its name, which says nothing of the share), the directory moved to
+/// `DIR/recycled/<random UUID>` with its lock still held. The next share's loader renames it to `staging/S`, writes
+/// its manifest into the empty one and renames spares to its copies' names; nothing is allocated or freed.
 ///
 /// - Only where `syncfs` is the barrier (a local block-device file system): one `syncfs` makes the renames and
 ///   truncations durable with the batch. Elsewhere directories are removed as before.
@@ -26,6 +27,8 @@ final class ShareRecycler: Sendable {
     static let capacity = min(256, max(16, System.descriptorLimit() / 16))
     /// Emptied files kept per directory at most (a share has one copy and a manifest, usually).
     static let sparesPerDirectory = 8
+    /// The one spare that keeps its name.
+    static let manifestName = "manifest.json"
 
     /// A kept directory: its random name in `recycled`, its locked descriptor, its spare files.
     private struct Kept: Sendable {
@@ -68,7 +71,7 @@ final class ShareRecycler: Sendable {
         do {
             for entry in try share.names() {
                 if spares.count < Self.sparesPerDirectory, try Self.empty(entry, in: share) {
-                    let spare = "spare-\(spares.count)"
+                    let spare = entry == Self.manifestName ? entry : "spare-\(spares.count)"
                     if entry != spare { try share.rename(entry, to: spare, in: share) }
                     spares.append(spare)
                 } else {
@@ -162,10 +165,16 @@ final class StagingSpares: Sendable {
         self.spares = Mutex(spares)
     }
 
-    /// Renames a spare to `name` in `staging/S`, where it is an empty file; false when none is left (the caller
-    /// creates the file).
+    /// Makes `name` in `staging/S` an empty spare: the spare of that name as it is (the manifest's), else another
+    /// renamed to it (the manifest's last); false when none is left (the caller creates the file).
     func use(as name: String) -> Bool {
-        guard let spare = spares.withLock({ $0.popLast() }) else { return false }
+        let taken = spares.withLock { spares -> String? in
+            if let index = spares.firstIndex(of: name) { return spares.remove(at: index) }
+            let index = spares.lastIndex { $0 != ShareRecycler.manifestName } ?? spares.indices.last
+            return index.map { spares.remove(at: $0) }
+        }
+        guard let spare = taken else { return false }
+        if spare == name { return true }
         do {
             try staging.rename(shareID + "/" + spare, to: shareID + "/" + name, in: staging)
             return true
