@@ -302,4 +302,34 @@ import Testing
             #expect(try entries(spool, .incoming) == [shareID])
         }
     }
+    /// Two state directories on one ledger (two hosts, or two daemons with their own states): each one's recovery
+    /// reconciles only its own shares' rows. Before rows carried their state directory, the second daemon's start
+    /// recorded the first one's shares in flight rejected (staged, no directory here) or purged (published), and two
+    /// `--duplicates reject` daemons then both published the same contents.
+    @Test func recoveryOfOneStateDirectoryLeavesAnotherOnesRowsAlone() async throws {
+        try await withTemporaryDirectory { dir in
+            func ledger() throws -> LedgerStore { try LedgerStore(driver: SQLiteDriver(path: dir + "/ledger.sqlite")) }
+            let first = try Spool(root: dir + "/a", ledger: try ledger(), logger: nil)
+            let second = try Spool(root: dir + "/b", ledger: try ledger(), logger: nil)
+            #expect(first.id != second.id)
+            #expect(try Spool(root: dir + "/a", ledger: try ledger(), logger: nil).id == first.id)
+
+            let source = try writeFile(dir + "/note.txt", "published in a\n")
+            let published = await ShareLoader(spool: first).load([FileItemProvider(path: source)]).shareId
+            // A share of `a` between its staged record and its rename, as the publisher has it.
+            let staged = StagedRecord(manifest: Manifest(
+                shareId: UUID().uuidString, sourceApp: nil, createdAt: Date().rfc3339, policy: .keepSuccessful,
+                attachments: []), sources: [])
+            try first.ledger.recordStaged([staged], spool: first.id)
+
+            _ = try second.recover()
+            #expect(try second.ledger.state(ofShare: published) == .published)
+            #expect(try second.ledger.state(ofShare: staged.manifest.shareId) == .staged)
+
+            // Its own recovery still repairs a row its directories contradict.
+            _ = try first.recover()
+            #expect(try first.ledger.state(ofShare: published) == .published)
+            #expect(try first.ledger.state(ofShare: staged.manifest.shareId) == .rejected)
+        }
+    }
 }

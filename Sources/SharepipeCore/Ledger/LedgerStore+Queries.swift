@@ -38,8 +38,15 @@ extension LedgerStore {
     }
 
     /// Ids of the shares recorded in a state.
-    func shareIDs(inState state: ShareState) throws -> [String] {
-        try driver.run("SELECT id FROM shares WHERE state = ?", [.text(state.rawValue)]).rows.compactMap { $0[0].text }
+    /// With `spool`, only the shares staged in that state directory (and those recorded before shares had one).
+    func shareIDs(inState state: ShareState, spool: String? = nil) throws -> [String] {
+        let result = if let spool {
+            try driver.run(
+                "SELECT id FROM shares WHERE state = ? AND (spool = ? OR spool IS NULL)", [.text(state.rawValue), .text(spool)])
+        } else {
+            try driver.run("SELECT id FROM shares WHERE state = ?", [.text(state.rawValue)])
+        }
+        return result.rows.compactMap { $0[0].text }
     }
 
     /// Shares staged, published or claimed, and their bytes.

@@ -86,6 +86,9 @@ final class LedgerStore: Sendable {
             // daemon that died before unlinking it); through `sources_state` that read every staged row, 5 % of
             // the daemon's CPU in a 2,000-drop burst.
             ["CREATE INDEX sources_file ON sources(device, inode)"],
+            // v8: the state directory a share was staged in (its `spool-id`), so that the recovery of one state
+            // directory never repairs the rows of another's shares on a shared ledger. NULL: rows made before.
+            ["ALTER TABLE shares ADD COLUMN spool TEXT"],
         ]
     }
 
@@ -208,16 +211,16 @@ final class LedgerStore: Sendable {
 
     /// A share's row and its attachment events, unguarded (a new share).
     private static func inserts(
-        _ manifest: Manifest, state: ShareState, code: ShareError.Code?, at now: SQLValue
+        _ manifest: Manifest, state: ShareState, code: ShareError.Code?, at now: SQLValue, spool: String?
     ) -> [SQLStatement] {
         let copied = manifest.attachments.filter { $0.status == .copied }
         let row = SQLStatement(
             """
-            INSERT INTO shares (id, source_app, created_at, state, attachments, bytes, last_code, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO shares (id, source_app, created_at, state, attachments, bytes, last_code, updated_at, spool)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [.text(manifest.shareId), SQLValue(manifest.sourceApp), now, .text(state.rawValue), SQLValue(copied.count),
-             .integer(copied.reduce(0) { $0 + ($1.bytes ?? 0) }), SQLValue(code?.rawValue), now])
+             .integer(copied.reduce(0) { $0 + ($1.bytes ?? 0) }), SQLValue(code?.rawValue), now, SQLValue(spool)])
         return [row] + manifest.attachments.map { attachment in
             event(
                 attachment.status == .copied ? .staged : .failed, manifest.shareId, at: now,
@@ -240,11 +243,11 @@ final class LedgerStore: Sendable {
     // MARK: Transitions
 
     /// Publish: the shares, their attachment events and source identities, state staged, in one durable commit.
-    func recordStaged(_ shares: [StagedRecord]) throws {
+    func recordStaged(_ shares: [StagedRecord], spool: String? = nil) throws {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(shares.flatMap { share in
-            Self.inserts(share.manifest, state: .staged, code: nil, at: now)
+            Self.inserts(share.manifest, state: .staged, code: nil, at: now, spool: spool)
                 + Self.contentInserts(share.manifest, dialect: driver.dialect) + share.sources.map { source in
                 SQLStatement(
                     "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
@@ -269,10 +272,10 @@ final class LedgerStore: Sendable {
 
     /// A share that was never staged (refused, or rolled back by its policy): its row and attachment events, state
     /// rejected, in one commit.
-    func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?) throws {
+    func recordRolledBack(_ manifest: Manifest, code: ShareError.Code?, spool: String? = nil) throws {
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(
-            Self.inserts(manifest, state: .rejected, code: code, at: now)
+            Self.inserts(manifest, state: .rejected, code: code, at: now, spool: spool)
                 + [Self.event(.rejected, manifest.shareId, at: now, code: code)],
             durable: true)
     }
@@ -286,9 +289,18 @@ final class LedgerStore: Sendable {
         }).violations
     }
 
-    /// Marks every staged source record done, once recovery has dealt with them.
-    func markAllSourcesDone() throws {
-        try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
+    /// Marks every staged source record done, once recovery has dealt with them; with `spool`, only those of the
+    /// shares staged in that state directory (and of shares recorded before shares had one).
+    func markAllSourcesDone(spool: String? = nil) throws {
+        guard let spool else {
+            _ = try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
+            return
+        }
+        try driver.run(
+            """
+            UPDATE sources SET state = 'done' WHERE state = 'staged' AND share_id IN (
+                SELECT id FROM shares WHERE spool = ? OR spool IS NULL)
+            """, [.text(spool)])
     }
 
     /// Published → claimed, in one commit. Returns the attempts already made by each share claimed.

@@ -3,7 +3,9 @@ import Foundation
 import Synchronization
 
 /// The driver of `ledger.sqlite`: one connection per process behind a lock, WAL with `synchronous=FULL` (a commit is
-/// durable before the file-system step it guards), statements prepared once. SQLite's busy handler does not wait for
+/// durable before the file-system step it guards), statements prepared once. A lone `SELECT` runs on a second,
+/// read-only connection instead: under WAL it reads the last commit without waiting for a writer's fsync (the inbox
+/// looks up every file it takes while publish batches commit). SQLite's busy handler does not wait for
 /// every lock (a fresh file's first opening, its switch to WAL, racing migrations), so every operation, all or
 /// nothing, is retried on a busy or locked database until `busyDeadline`; write transactions are `BEGIN IMMEDIATE`,
 /// taking the write lock where the busy handler waits for it, never after a read.
@@ -19,32 +21,47 @@ final class SQLiteDriver: SQLDriver {
     var reconnections: Int { 0 }
 
     private let connection: Mutex<Connection>
+    /// The connection of lone reads.
+    private let reader: Mutex<Connection>
     private let busyDeadline: Duration
 
     /// Opens (creating if needed) the database at `path`; a file that cannot be opened is ERR_CONTAINER_UNAVAILABLE.
     /// SQLite's busy handler waits up to `busyTimeout` for a lock before the retries begin.
     init(path: String, busyDeadline: Duration = .seconds(30), busyTimeout: Duration = .seconds(5)) throws {
-        var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(handle)
-            throw ShareError(.containerUnavailable, "ledger could not be opened: \(message)")
+        func open() throws -> OpaquePointer {
+            var handle: OpaquePointer?
+            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+            guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
+                let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+                sqlite3_close(handle)
+                throw ShareError(.containerUnavailable, "ledger could not be opened: \(message)")
+            }
+            // Before anything else touches the file: wait for other processes' locks rather than fail.
+            sqlite3_busy_timeout(handle, Int32(busyTimeout.milliseconds))
+            return handle
         }
-        // Before anything else touches the file: wait for other processes' locks rather than fail.
-        sqlite3_busy_timeout(handle, Int32(busyTimeout.milliseconds))
-        connection = Mutex(Connection(handle: handle))
+        connection = Mutex(Connection(handle: try open()))
         self.busyDeadline = busyDeadline
-        _ = try withSession { session in
+        _ = try Self.retrying(connection, until: busyDeadline) { session in
             try session.run(["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"].map {
                 SQLStatement($0)
             })
+        }
+        // Opened once the file is in WAL mode; it never writes, and its page cache stays small.
+        reader = Mutex(Connection(handle: try open()))
+        _ = try Self.retrying(reader, until: busyDeadline) { session in
+            try session.run(["PRAGMA query_only = ON", "PRAGMA cache_size = -512"].map { SQLStatement($0) })
         }
     }
 
     func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult] {
         // One statement is atomic on its own, and a read then takes no write lock.
-        if statements.count == 1 { return try withSession { try $0.run(statements) } }
+        if statements.count == 1 {
+            if Self.isRead(statements[0].sql) {
+                return try Self.retrying(reader, until: busyDeadline) { try $0.run(statements) }
+            }
+            return try withSession { try $0.run(statements) }
+        }
         return try withSession { session in
             if !durable { _ = try session.run([SQLStatement("PRAGMA synchronous = NORMAL")]) }
             defer { if !durable { _ = try? session.run([SQLStatement("PRAGMA synchronous = FULL")]) } }
@@ -54,6 +71,18 @@ final class SQLiteDriver: SQLDriver {
 
     /// Runs `body` with the connection, again after a short pause while the database is busy, until the deadline.
     func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try Self.retrying(connection, until: busyDeadline, body)
+    }
+
+    /// Whether a lone statement only reads (`SELECT …`), and may run on the read-only connection.
+    private static func isRead(_ sql: String) -> Bool {
+        sql.utf8.prefix(7).elementsEqual("SELECT ".utf8)
+    }
+
+    /// Runs `body` with `connection`, again after a short pause while the database is busy, until `busyDeadline`.
+    private static func retrying<T>(
+        _ connection: borrowing Mutex<Connection>, until busyDeadline: Duration, _ body: (any SQLSession) throws -> T
+    ) throws -> T {
         let deadline = ContinuousClock.now + busyDeadline
         var pause = 0.001
         while true {

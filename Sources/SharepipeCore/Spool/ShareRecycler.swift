@@ -68,11 +68,16 @@ final class ShareRecycler: Sendable {
     func keep(_ name: String, locked share: OpenDirectory, from stage: OpenDirectory) -> Bool {
         guard let directory, kept.withLock({ $0.count }) < Self.capacity else { return false }
         var spares: [String] = []
+        var renamed = 0
         do {
             for entry in try share.names() {
                 if spares.count < Self.sparesPerDirectory, try Self.empty(entry, in: share) {
-                    let spare = entry == Self.manifestName ? entry : "spare-\(spares.count)"
-                    if entry != spare { try share.rename(entry, to: spare, in: share) }
+                    var spare = entry
+                    if entry != Self.manifestName {
+                        spare = "spare-\(renamed)"
+                        renamed += 1
+                        if entry != spare { try share.rename(entry, to: spare, in: share) }
+                    }
                     spares.append(spare)
                 } else {
                     try share.removeTree(entry)

@@ -182,13 +182,13 @@ extension Spool {
         var violations: [PreconditionViolation] = []
         switch record {
         case .staged(let records):
-            try ledger.recordStaged(records)
+            try ledger.recordStaged(records, spool: id)
         case .published(let ids, let sourcesDone):
             violations = try ledger.recordPublished(ids, sourcesDone: sourcesDone)
         case .unpublished(let ids, let code):
             violations = try ledger.recordUnpublished(ids, code: code)
         case .rolledBack(let manifest, let code):
-            try ledger.recordRolledBack(manifest, code: code)
+            try ledger.recordRolledBack(manifest, code: code, spool: id)
         case .claimed(let ids):
             let (attempts, claimViolations) = try ledger.recordClaimed(ids)
             logViolations(claimViolations, during: point)
@@ -213,7 +213,7 @@ extension Spool {
         case .sourcesDone(let ids):
             violations = try ledger.recordPublished([], sourcesDone: ids)
         case .allSourcesDone:
-            try ledger.markAllSourcesDone()
+            try ledger.markAllSourcesDone(spool: id)
         case .reserved(let reservation):
             return .reserved(try ledger.reserveContents(reservation))
         case .contentsReleased(let ids):

@@ -103,7 +103,8 @@ extension Spool {
     private func reconcile(skipping liveClaims: Set<String>, report: inout RecoveryReport) throws {
         var published: [String] = []
         for state in [ShareState.staged, .published, .claimed, .quarantined] {
-            for shareID in try ledger.shareIDs(inState: state) where !liveClaims.contains(shareID) {
+            // Only this state directory's shares: another's, on a shared ledger, are in directories not seen here.
+            for shareID in try ledger.shareIDs(inState: state, spool: id) where !liveClaims.contains(shareID) {
                 let found = try Stage.allCases.first { try directories[$0].statusIfPresent(shareID) != nil }
                 guard let (record, isRepair) = ShareLifecycle.reconciliation(
                     of: shareID, recorded: state, foundIn: found)

@@ -9,6 +9,9 @@ import Synchronization
 public final class Spool: Sendable {
     /// The state directory.
     public let root: String
+    /// The state directory's identity in a ledger other state directories may share (`DIR/spool-id`, made once):
+    /// its shares' rows carry it, and its recovery reconciles only those.
+    let id: String
     /// The ledger of this spool.
     let ledger: LedgerStore
     /// Where precondition violations and engine failures are logged (nil: nowhere).
@@ -72,6 +75,7 @@ public final class Spool: Sendable {
     init(root: String, ledger: LedgerStore, logger: Logger?) throws {
         self.root = Self.trimmed(root)
         try Self.prepare(root: self.root)
+        id = try Self.identity(root: self.root)
         self.ledger = ledger
         self.logger = logger
         do {
@@ -105,6 +109,45 @@ public final class Spool: Sendable {
     package func path(_ stage: Stage, _ shareID: String) -> String { path(stage) + "/" + shareID }
 
     private static func path(_ root: String, _ stage: Stage) -> String { root + "/" + stage.rawValue }
+
+    /// Reads `DIR/spool-id`, making it first when missing (written under a temporary name, fsynced, linked into
+    /// place without replacing: of two processes starting at once, both read the first one's).
+    private static func identity(root: String) throws -> String {
+        let path = root + "/spool-id"
+        func read() throws -> String? {
+            guard let bytes = try? System.readFile(path, limit: 64) else { return nil }
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let id = UUID(uuidString: text) else {
+                throw ShareError(.containerUnavailable, "\(path) does not hold a UUID")
+            }
+            return id.uuidString
+        }
+        if let id = try read() { return id }
+        let id = UUID.random().uuidString
+        let temporary = path + ".tmp-" + id
+        defer { try? System.unlink(temporary) }
+        do {
+            let file = try FileDescriptor.create(temporary)
+            try file.writeAll(Array((id + "\n").utf8))
+            try file.sync()
+            let linked: Bool
+            do {
+                linked = try System.linkNoReplace(temporary, to: path)
+            } catch let error as ShareError where [Errno.notPermitted, Errno.notSupported].contains(error.errno) {
+                // A file system without hard links: a rename, after looking once more (a rare race left to it).
+                if try read() == nil { try System.rename(temporary, to: path) }
+                linked = false
+            }
+            if linked {
+                try OpenDirectory(path: root).sync()
+                return id
+            }
+        } catch let error as ShareError {
+            throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
+        }
+        guard let existing = try read() else { throw ShareError(.containerUnavailable, "\(path) cannot be read") }
+        return existing
+    }
 
     /// Creates the layout when missing and checks it is usable; otherwise ERR_CONTAINER_UNAVAILABLE.
     private static func prepare(root: String) throws {
