@@ -139,4 +139,16 @@ import Testing
             #expect(tree(dir + "/state/recycled").isEmpty)
         }
     }
+    @Test func aProcessThatLoadsNothingKeepsNothing() async throws {
+        try await withTemporaryDirectory { dir in
+            let loading = try Spool(root: dir + "/state")
+            try #require(loading.recycler.isEnabled)
+            let shareID = try await share(loading, dir, ["processed by a consumer alone\n"])
+            // `sharepipe consume`: its own spool, which never loads a share.
+            let consuming = try Spool(root: dir + "/state")
+            try process(consuming, shareID)
+            #expect(try consuming.shareIDs(in: .processing).isEmpty)
+            #expect(tree(dir + "/state/recycled").isEmpty)
+        }
+    }
 }

@@ -146,9 +146,10 @@ package struct Daemon: Sendable {
             for await outcome in group { outcomes.append(outcome) }
             return outcomes
         }
+        // Everything is ingested: nothing will take a directory the drain empties.
+        context.spool.recycler.stopKeeping()
         let summary = try await context.consumer.drain()
         try await refresh(context)
-        context.spool.recycler.removeKept()
         let published = all.filter { if case .published = $0 { true } else { false } }.count
         let rejected = all.filter { if case .rejected = $0 { true } else { false } }.count
         let deferred = all.filter { if case .deferred = $0 { true } else { false } }.count

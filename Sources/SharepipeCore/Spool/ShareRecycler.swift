@@ -18,7 +18,9 @@ import Synchronization
 ///   removed by recovery; a kept directory is locked, so no recovery removes it while this process lives.
 /// - A file with a second link (the store processor links copies into its output) is never truncated: that name is
 ///   removed, the other keeps the content. Anything that is not a regular file is removed.
-/// - At most `capacity` directories (one descriptor each) are kept; the rest are removed.
+/// - At most `capacity` directories (one descriptor each) are kept; the rest are removed. Only a process that loads
+///   shares keeps any (the first `take` starts it): a consumer alone (`sharepipe consume`) and a `--oneshot` daemon
+///   once its ingest is over (`stopKeeping`) remove directories as before, since nothing would take them.
 final class ShareRecycler: Sendable {
     /// The directory below the state directory that holds kept directories.
     static let directoryName = "recycled"
@@ -42,6 +44,8 @@ final class ShareRecycler: Sendable {
     /// Its path.
     private let path: String
     private let kept = Mutex<[Kept]>([])
+    /// Whether a loader of this process takes directories (set by `take`, cleared by `stopKeeping`).
+    private let keeping = Atomic<Bool>(false)
 
     /// Recycling in the state directory (open as `root`, at `rootPath`) when `enabled`; a `recycled` directory that
     /// cannot be made turns it off.
@@ -66,7 +70,9 @@ final class ShareRecycler: Sendable {
     /// Empties the locked share directory `name` of `stage` and keeps it; false when it is not kept (recycling off,
     /// enough kept, or a step failed), and the caller removes it.
     func keep(_ name: String, locked share: OpenDirectory, from stage: OpenDirectory) -> Bool {
-        guard let directory, kept.withLock({ $0.count }) < Self.capacity else { return false }
+        guard let directory, keeping.load(ordering: .relaxed), kept.withLock({ $0.count }) < Self.capacity else {
+            return false
+        }
         var spares: [String] = []
         var renamed = 0
         do {
@@ -118,6 +124,7 @@ final class ShareRecycler: Sendable {
     /// none is kept (the caller makes a new one).
     func take(as shareID: String, into staging: OpenDirectory, spares: inout [String]) -> DirectoryLock? {
         guard let directory else { return nil }
+        keeping.store(true, ordering: .relaxed)
         while let next = kept.withLock({ $0.popLast() }) {
             do {
                 try directory.rename(next.name, to: shareID, in: staging)
@@ -128,6 +135,12 @@ final class ShareRecycler: Sendable {
             }
         }
         return nil
+    }
+
+    /// Keeps no more directories (no share will be loaded in this process any more) and removes those kept.
+    func stopKeeping() {
+        keeping.store(false, ordering: .relaxed)
+        removeKept()
     }
 
     /// Removes every directory this process kept (a daemon that stops leaves none behind).
