@@ -57,8 +57,12 @@ final class SQLiteDriver: SQLDriver {
     func execute(_ statements: [SQLStatement], durable: Bool) throws -> [SQLResult] {
         // One statement is atomic on its own, and a read then takes no write lock.
         if statements.count == 1 {
-            if Self.isRead(statements[0].sql) {
-                return try Self.retrying(reader, until: busyDeadline) { try $0.run(statements) }
+            // A read the second connection could not answer (anything but a busy database, which it waits out) is
+            // answered by the first, as every read was before there was a second.
+            if Self.isRead(statements[0].sql),
+                let results = try? Self.retrying(reader, until: busyDeadline, { try $0.run(statements) })
+            {
+                return results
             }
             return try withSession { try $0.run(statements) }
         }
