@@ -116,7 +116,7 @@ final class ShareRecycler: Sendable {
         }
         let status = try file.status()
         guard status.kind == .regular, status.linkCount == 1 else { return false }
-        if status.size > 0 { try file.truncate(to: 0) }
+        if status.size > 0 { try System.truncate(descriptor: file.rawValue, length: 0) }
         return true
     }
 
@@ -164,8 +164,9 @@ final class ShareRecycler: Sendable {
                 continue
             }
             guard let lock = try DirectoryLock.acquire(path + "/" + name) else { continue }
+            // Its entries through the locked descriptor, then the directory: each listed once.
             try lock.removeContents()
-            try directory.removeTree(name)
+            try directory.removeDirectory(name)
         }
     }
 }

@@ -136,11 +136,6 @@ struct FileDescriptor: ~Copyable, Sendable {
         _ = try System.call("fsync") { Glibc.fsync(rawValue) }
     }
 
-    /// Cuts the file to `size` bytes (its blocks past it are freed; the inode stays).
-    func truncate(to size: Int64) throws {
-        _ = try System.call("ftruncate") { Glibc.ftruncate(rawValue, off_t(size)) }
-    }
-
     /// Moves the file position back to the start.
     func rewind() throws {
         _ = try System.call("lseek") { Glibc.lseek(rawValue, 0, SEEK_SET) }
