@@ -135,6 +135,9 @@ final class SharepipeProcess: @unchecked Sendable {
         String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stdout") ?? Data(), as: UTF8.self)
     }
 
+    /// When the process last wrote to stdout (see `modificationTime`).
+    func stdoutLastWritten() throws -> Date { try modificationTime(outputDirectory + "/stdout") }
+
     /// What the process has written to stderr so far.
     var stderrSoFar: String {
         String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data(), as: UTF8.self)
@@ -247,6 +250,17 @@ let pngBytes: [UInt8] = [
     0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xDE,
 ]
+
+/// When `path` (not followed when a symlink) was last modified, as the file system recorded it.
+///
+/// Tests that bound a latency use it: the test process's threads may wait seconds for a core on a loaded machine
+/// (tests run in parallel on a pool as wide as the machine), so the moment a test looks is later than the moment a
+/// file changed; the file system's own time is not.
+func modificationTime(_ path: String) throws -> Date {
+    var status = stat()
+    guard lstat(path, &status) == 0 else { throw SupportError("lstat \(path): errno \(errno)") }
+    return Date(timeIntervalSince1970: Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) * 1e-9)
+}
 
 /// The names in a directory, sorted (none when it is missing).
 func directoryEntries(_ path: String) -> [String] {

@@ -132,8 +132,9 @@ struct TimelineCommandTests {
             let second = try share(fixturePath("files/photo.jpg"), state: state)
             let published = "share=\(second) event=published"
             try await waitUntil("the new share's events are printed") { follower.stdoutSoFar.contains(published) }
-            let seen = Date()
-            // From the time the ledger recorded the event to the moment its line was there to read.
+            // From the time the ledger recorded the event to the moment its line was there to read: the last write
+            // to stdout, as its file recorded it (this test may look later, when its thread gets a core).
+            let seen = try follower.stdoutLastWritten()
             let line = try #require(follower.stdoutSoFar.split(separator: "\n").first { $0.contains(published) })
             let time = try #require(line.split(separator: " ").first?.dropFirst("time=".count))
             let recorded = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(time))
@@ -159,7 +160,7 @@ struct TimelineCommandTests {
             try FileManager.default.moveItem(atPath: dir + "/photo.jpg", toPath: inbox + "/photo.jpg")
 
             try await waitUntil("the drop's deletion is printed") { follower.stdoutSoFar.contains(" event=deleted") }
-            let seen = Date()
+            let seen = try follower.stdoutLastWritten()
             let lines = follower.stdoutSoFar.split(separator: "\n")
             #expect(lines.map { $0.split(separator: " ")[3] } == [
                 "event=staged", "event=published", "event=claimed", "event=processed", "event=deleted",
