@@ -14,8 +14,9 @@ struct InboxIngester: Sendable {
         case published(shareID: String, status: ShareReceipt.Status)
         /// Moved to `.rejected`.
         case rejected(ShareError.Code)
-        /// Left in place to try again later (spool full, I/O, cancelled, still being written).
-        case deferred(ShareError.Code)
+        /// Left in place to try again later (spool full, I/O, cancelled, still being written), with why, for the
+        /// log: an error message, which names no file.
+        case deferred(ShareError.Code, reason: String)
         /// Locked by another daemon on the same inbox: it is that daemon's.
         case busy
         /// Gone before it could be picked up.
@@ -90,8 +91,10 @@ struct InboxIngester: Sendable {
             ])
         case .rejected(let code):
             logger.warning("inbox.rejected", [("code", .string(code.rawValue)), ("name", logger.name(entry))])
-        case .deferred(let code):
-            logger.warning("inbox.deferred", [("code", .string(code.rawValue)), ("name", logger.name(entry))])
+        case .deferred(let code, let reason):
+            logger.warning("inbox.deferred", [
+                ("code", .string(code.rawValue)), ("reason", .string(reason)), ("name", logger.name(entry)),
+            ])
         case .busy:
             logger.debug("inbox.busy", [("name", logger.name(entry))])
         case .vanished:
@@ -236,14 +239,14 @@ struct InboxIngester: Sendable {
             return (.published(shareID: receipt.shareId, status: receipt.status), (copied.count, types, bytes))
         case .rejected:
             if providers.contains(where: { $0.source?.changedSinceOpened() ?? false }) {
-                return (.deferred(.io), nil)
+                return (.deferred(.io, reason: "a source changed while it was copied"), nil)
             }
             let failure = receipt.attachments.first { $0.status == .failed }
             let error = receipt.error.map { ShareError($0.code, $0.message) } ?? failure?.shareError
                 ?? ShareError(.io, "the share was rejected")
             switch error.code {
             case .cancelled, .spoolFull, .containerUnavailable:
-                return (.deferred(error.code), nil)
+                return (.deferred(error.code, reason: error.message), nil)
             case .missingFile where (try? directory.directory.statusIfPresent(entry)) == nil:
                 return (.vanished, nil)
             default:
@@ -252,7 +255,7 @@ struct InboxIngester: Sendable {
                     sniffedMimeType: failure?.sniffedMimeType, duplicateOf: failure?.duplicateOf), nil)
             }
         case .failed:
-            return (.deferred(receipt.error?.code ?? .io), nil)
+            return (.deferred(receipt.error?.code ?? .io, reason: receipt.error?.message ?? "the share failed"), nil)
         }
     }
 
@@ -288,7 +291,7 @@ struct InboxIngester: Sendable {
             logger.error("inbox.reject_failed", [
                 ("code", .string(failure.code.rawValue)), ("message", .string(failure.message)),
             ])
-            return .deferred(.io)
+            return .deferred(.io, reason: "the move to \(Self.rejectedDirectory) failed: \(failure.message)")
         }
     }
 
