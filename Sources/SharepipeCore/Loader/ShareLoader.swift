@@ -200,6 +200,8 @@ public struct ShareLoader: Sendable {
             maxFileSize: configuration.maxFileSize, maxShareSize: configuration.maxShareSize, share: shareState,
             progress: progress)
 
+        // Every copy is sniffed once it is complete; the database loads meanwhile (once per process).
+        Magic.shared.prepare()
         let copied: Result<CopyEngine.Result, ShareError>
         if let opened = provider as? any DescriptorBackedProvider {
             copied = opened.copy(engine: engine, to: destination)

@@ -1,4 +1,5 @@
 import CMagic
+import Dispatch
 import Synchronization
 
 /// libmagic, loaded once per handle and never shared between threads at the same time: a sniff borrows a handle
@@ -29,6 +30,11 @@ final class Magic: Sendable {
 
     private let idle = Mutex<[Handle]>([])
     private let databasePath: String?
+    /// Whether `prepare()` has run.
+    private let preparing = Atomic<Bool>(false)
+    /// Left by `prepare()` once its handle is in the pool (or it failed): a sniff that finds the pool empty waits
+    /// for it rather than parse the database a second time.
+    private let prepared = DispatchGroup()
 
     init(databasePath: String? = nil) {
         self.databasePath = databasePath
@@ -61,6 +67,19 @@ final class Magic: Sendable {
         try bytes.withUnsafeBytes { (raw) throws in try mimeType(of: raw, scope: scope) }
     }
 
+    /// Loads the first handle on another thread, once per process, so that a sniff after a large copy finds the
+    /// database ready: parsing it takes ~2 ms, which a one-share process (`sharepipe share`) otherwise waits for
+    /// after its last byte. A failure here is left for the sniff itself to report.
+    func prepare() {
+        guard !preparing.exchange(true, ordering: .acquiring) else { return }
+        prepared.enter()
+        DispatchQueue.global(qos: .utility).async { [self] in
+            defer { prepared.leave() }
+            guard let handle = try? load() else { return }
+            idle.withLock { $0.append(handle) }
+        }
+    }
+
     /// Loads a handle to check that the database works; used by `doctor`.
     func check() throws {
         let handle = try borrow()
@@ -69,6 +88,15 @@ final class Magic: Sendable {
 
     private func borrow() throws -> Handle {
         if let handle = idle.withLock({ $0.popLast() }) { return handle }
+        if preparing.load(ordering: .acquiring) {
+            prepared.wait()
+            if let handle = idle.withLock({ $0.popLast() }) { return handle }
+        }
+        return try load()
+    }
+
+    /// A new handle with the database loaded.
+    private func load() throws -> Handle {
         guard let cookie = magic_open(Self.fullFlags) else {
             throw ShareError(.io, "magic_open failed")
         }

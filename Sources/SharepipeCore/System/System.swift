@@ -76,6 +76,8 @@ enum System {
     /// Creates a directory and its missing parents.
     /// Errors name `path`: it is only ever a configured directory (inbox, state, output), never a user's file name.
     static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        // Nearly always there already: one lstat instead of a mkdir per component.
+        if (try? lstat(path).kind) == .directory { return }
         var prefix = path.hasPrefix("/") ? "" : "."
         do {
             for component in path.split(separator: "/") {
