@@ -129,13 +129,22 @@ package struct Daemon: Sendable {
         let ignore = IgnoreRules(globs: configuration.ignore)
         let names = try System.listDirectory(configuration.inbox, repairingNames: true).filter { !ignore.ignores($0) }.sorted()
         let concurrency = configuration.effectiveIngestConcurrency
-        let all = await withTaskGroup(of: InboxIngester.Outcome.self) { group in
-            var outcomes: [InboxIngester.Outcome] = []
+        // Counted as they come: a backlog of 100,000 files keeps no outcome per file.
+        var published = 0, rejected = 0, deferred = 0
+        func count(_ outcome: InboxIngester.Outcome) {
+            switch outcome {
+            case .published: published += 1
+            case .rejected: rejected += 1
+            case .deferred: deferred += 1
+            case .busy, .vanished, .leftInPlace: break
+            }
+        }
+        await withTaskGroup(of: InboxIngester.Outcome.self) { group in
             var running = 0
             for (index, name) in names.enumerated() {
                 guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
                 if running >= concurrency, let outcome = await group.next() {
-                    outcomes.append(outcome)
+                    count(outcome)
                     running -= 1
                 }
                 running += 1
@@ -143,16 +152,12 @@ package struct Daemon: Sendable {
                     await ingester(context).ingest(InboxCandidate(name: name, status: status))
                 }
             }
-            for await outcome in group { outcomes.append(outcome) }
-            return outcomes
+            for await outcome in group { count(outcome) }
         }
         // Everything is ingested: nothing will take a directory the drain empties.
         context.spool.recycler.stopKeeping()
         let summary = try await context.consumer.drain()
         try await refresh(context)
-        let published = all.filter { if case .published = $0 { true } else { false } }.count
-        let rejected = all.filter { if case .rejected = $0 { true } else { false } }.count
-        let deferred = all.filter { if case .deferred = $0 { true } else { false } }.count
         logger.info("daemon.oneshot_done", [
             ("published", .int(Int64(published))), ("rejected", .int(Int64(rejected))),
             ("deferred", .int(Int64(deferred))), ("processed", .int(Int64(summary.processed))),
