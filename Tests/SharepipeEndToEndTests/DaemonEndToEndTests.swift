@@ -389,6 +389,24 @@ struct DaemonEndToEndTests {
         }
     }
 
+    @Test func oneshotTakesABacklogLargerThanTheSpoolMayHoldInOneRun() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = DaemonSandbox(root: dir)
+            try FileManager.default.createDirectory(atPath: sandbox.inbox, withIntermediateDirectories: true)
+            let bytes = try fixtureBytes("files/notes.txt")
+            for number in 0..<25 { try writeFile(sandbox.inbox + "/note-\(number).txt", bytes) }
+            // At most 6 shares pending: the 25 files are ingested 3 at a time, each part consumed before the next.
+            let result = try runSharepipe(sandbox.arguments([
+                "--output", sandbox.output, "--oneshot", "--max-pending-shares", "6",
+            ]))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(!result.stderr.contains("ERR_SPOOL_FULL"), "\(result.stderr)")
+            #expect(result.stderr.contains("published=25 rejected=0 deferred=0 processed=25"), "\(result.stderr)")
+            #expect(storedFiles(sandbox.output).count == 25)
+            #expect(directoryNames(sandbox.inbox).isEmpty)
+        }
+    }
+
     @Test func oneshotExitsThreeWhenSomeWereRejectedAndFourWhenAllWere() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = DaemonSandbox(root: dir)

@@ -36,4 +36,12 @@ public struct ConsumeSummary: Sendable, Equatable {
 
     /// An empty summary.
     package init() {}
+
+    /// Adds another run's counts to these.
+    package mutating func add(_ other: ConsumeSummary) {
+        processed += other.processed
+        retried += other.retried
+        quarantined += other.quarantined
+        released += other.released
+    }
 }

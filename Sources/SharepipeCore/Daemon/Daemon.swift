@@ -139,24 +139,32 @@ package struct Daemon: Sendable {
             case .busy, .vanished, .leftInPlace: break
             }
         }
-        await withTaskGroup(of: InboxIngester.Outcome.self) { group in
-            var running = 0
-            for (index, name) in names.enumerated() {
-                guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
-                if running >= concurrency, let outcome = await group.next() {
-                    count(outcome)
-                    running -= 1
+        // A backlog larger than the spool may hold is taken a part at a time, each consumed before the next is
+        // ingested: it is all done in one run instead of deferred with ERR_SPOOL_FULL past --max-pending-shares.
+        let part = max(1, context.live.loader.maxPendingShares / 2)
+        var summary = ConsumeSummary()
+        for start in stride(from: 0, to: max(names.count, 1), by: part) {
+            let last = start + part >= names.count
+            await withTaskGroup(of: InboxIngester.Outcome.self) { group in
+                var running = 0
+                for index in start..<min(start + part, names.count) {
+                    let name = names[index]
+                    guard let status = try? System.lstatIfPresent(configuration.inbox + "/" + name) else { continue }
+                    if running >= concurrency, let outcome = await group.next() {
+                        count(outcome)
+                        running -= 1
+                    }
+                    running += 1
+                    group.addTask(executorPreference: context.thread(index)) {
+                        await ingester(context).ingest(InboxCandidate(name: name, status: status))
+                    }
                 }
-                running += 1
-                group.addTask(executorPreference: context.thread(index)) {
-                    await ingester(context).ingest(InboxCandidate(name: name, status: status))
-                }
+                for await outcome in group { count(outcome) }
             }
-            for await outcome in group { count(outcome) }
+            // Everything is ingested: nothing will take a directory the last drain empties.
+            if last { context.spool.recycler.stopKeeping() }
+            summary.add(try await context.consumer.drain())
         }
-        // Everything is ingested: nothing will take a directory the drain empties.
-        context.spool.recycler.stopKeeping()
-        let summary = try await context.consumer.drain()
         try await refresh(context)
         logger.info("daemon.oneshot_done", [
             ("published", .int(Int64(published))), ("rejected", .int(Int64(rejected))),
