@@ -46,12 +46,7 @@ struct PowerCutTests {
 
     @Test(arguments: layouts)
     func aPowerCutLosesNoDropStoresNoneTwiceAndTearsNone(layout: Layout) async throws {
-        try await withTemporaryDirectory { dir in
-            let backing = dir + "/backing"
-            try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
-            let fileSystem = try FuseMount.powerCut(backing: backing, at: dir + "/mnt")
-            try fileSystem.mount()
-            defer { fileSystem.unmount() }
+        try await withPowerCutFileSystem { dir, fileSystem in
             func place(_ name: String, onIt: Bool) -> String { (onIt ? dir + "/mnt/" : dir + "/local/") + name }
             let inboxOnIt = layout == .inbox || layout == .all
             let inbox = place("inbox", onIt: inboxOnIt)
@@ -104,12 +99,7 @@ struct PowerCutTests {
     /// cut exactly as it was written and synced — it came back with the dead file's 32 KiB behind its own bytes, and
     /// the daemon rejected it as ERR_TYPE_MISMATCH.
     @Test func unsyncedDataDiesWithItsFileAndNeverReachesTheNextFileOnItsInode() async throws {
-        try await withTemporaryDirectory { dir in
-            let backing = dir + "/backing"
-            try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
-            let fileSystem = try FuseMount.powerCut(backing: backing, at: dir + "/mnt")
-            try fileSystem.mount()
-            defer { fileSystem.unmount() }
+        try await withPowerCutFileSystem { dir, fileSystem in
             func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int) -> Bool {
                 bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) } == bytes.count
             }
@@ -141,6 +131,19 @@ struct PowerCutTests {
                 let intact = Array(read) == bytes
                 #expect(intact, "\(name): \(read.count) bytes after the power cut, \(bytes.count) written")
             }
+        }
+    }
+
+    /// Runs `body` with a temporary directory `dir` and powercutfs mounted at `dir/mnt` over `dir/backing`,
+    /// unmounted when `body` returns.
+    func withPowerCutFileSystem(_ body: (String, FuseMount) async throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let backing = dir + "/backing"
+            try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
+            let fileSystem = try FuseMount.powerCut(backing: backing, at: dir + "/mnt")
+            try fileSystem.mount()
+            defer { fileSystem.unmount() }
+            try await body(dir, fileSystem)
         }
     }
 
