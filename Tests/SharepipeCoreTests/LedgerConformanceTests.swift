@@ -133,7 +133,7 @@ import Testing
             #expect(try ledger.stagedSources().map(\.shareID) == [kept.manifest.shareId])
             #expect(try ledger.recordUnpublished([id], code: .io)
                 == [PreconditionViolation(shareID: id, expected: [.staged], found: .rejected)])
-            try ledger.markAllSourcesDone()
+            try ledger.markAllSourcesDone(spool: UUID().uuidString)
             #expect(try ledger.stagedSources().isEmpty)
 
             try ledger.repair(shareID: kept.manifest.shareId, to: .quarantined)

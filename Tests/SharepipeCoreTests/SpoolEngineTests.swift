@@ -47,8 +47,9 @@ import Testing
             #expect(try spool.ledger.pending().shares == 0)
 
             spool.executor.injectedFailure.withLock { $0 = nil }
-            guard case .published = await ingester.ingest(try candidate(dir, "note.txt")) else {
-                Issue.record("the source was not published on the next try")
+            let retried = await ingester.ingest(try candidate(dir, "note.txt"))
+            guard case .published = retried else {
+                Issue.record("the source was not published on the next try: \(retried)")
                 return
             }
             #expect(try copies(spool) == ["kept when publishing fails\n"])

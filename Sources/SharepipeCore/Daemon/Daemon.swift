@@ -143,6 +143,7 @@ package struct Daemon: Sendable {
         // ingested: it is all done in one run instead of deferred with ERR_SPOOL_FULL past --max-pending-shares.
         let part = max(1, context.live.loader.maxPendingShares / 2)
         var summary = ConsumeSummary()
+        // An empty inbox is one empty part: what is already in `incoming` is still drained.
         for start in stride(from: 0, to: max(names.count, 1), by: part) {
             let last = start + part >= names.count
             await withTaskGroup(of: InboxIngester.Outcome.self) { group in
@@ -161,7 +162,7 @@ package struct Daemon: Sendable {
                 }
                 for await outcome in group { count(outcome) }
             }
-            // Everything is ingested: nothing will take a directory the last drain empties.
+            // After the last part nothing will take a directory the drain empties.
             if last { context.spool.recycler.stopKeeping() }
             summary.add(try await context.consumer.drain())
         }

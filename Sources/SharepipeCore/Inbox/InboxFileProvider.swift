@@ -31,9 +31,7 @@ struct InboxFileProvider: DescriptorBackedProvider, PresniffedProvider {
     }
 
     /// Copies the source from its start; a source that changed while it was copied fails (a writer is still at it).
-    func copy(
-        engine: CopyEngine, to destination: CopyEngine.Destination
-    ) -> Result<CopyEngine.Result, ShareError> {
+    func copy(engine: CopyEngine, to destination: CopyEngine.Destination) -> Result<CopyEngine.Result, ShareError> {
         guard let source else {
             return .failure(failure ?? ShareError(.missingFile, "the inbox entry could not be opened"))
         }

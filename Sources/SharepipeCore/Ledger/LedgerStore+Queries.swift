@@ -42,7 +42,8 @@ extension LedgerStore {
     func shareIDs(inState state: ShareState, spool: String? = nil) throws -> [String] {
         let result = if let spool {
             try driver.run(
-                "SELECT id FROM shares WHERE state = ? AND (spool = ? OR spool IS NULL)", [.text(state.rawValue), .text(spool)])
+                "SELECT id FROM shares WHERE state = ? AND (spool = ? OR spool IS NULL)",
+                [.text(state.rawValue), .text(spool)])
         } else {
             try driver.run("SELECT id FROM shares WHERE state = ?", [.text(state.rawValue)])
         }

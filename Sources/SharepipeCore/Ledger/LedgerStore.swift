@@ -289,13 +289,9 @@ final class LedgerStore: Sendable {
         }).violations
     }
 
-    /// Marks every staged source record done, once recovery has dealt with them; with `spool`, only those of the
-    /// shares staged in that state directory (and of shares recorded before shares had one).
-    func markAllSourcesDone(spool: String? = nil) throws {
-        guard let spool else {
-            _ = try driver.run("UPDATE sources SET state = 'done' WHERE state = 'staged'")
-            return
-        }
+    /// Marks every staged source record of the shares staged in the state directory `spool` (and of shares
+    /// recorded before shares had one) done, once its recovery has dealt with them.
+    func markAllSourcesDone(spool: String) throws {
         try driver.run(
             """
             UPDATE sources SET state = 'done' WHERE state = 'staged' AND share_id IN (

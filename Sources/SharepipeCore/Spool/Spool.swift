@@ -143,7 +143,8 @@ public final class Spool: Sendable {
                 return id
             }
         } catch let error as ShareError {
-            throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
+            throw ShareError(
+                .containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
         guard let existing = try read() else { throw ShareError(.containerUnavailable, "\(path) cannot be read") }
         return existing
