@@ -23,6 +23,11 @@ import Testing
         try spool.complete(claim, durationMilliseconds: 1, stoppingAfter: nil)
     }
 
+    /// Whether a file holds no byte but zeros (an emptied spare: truncated, or overwritten with zeros).
+    func holdsNothing(_ path: String) throws -> Bool {
+        try System.readFile(path).allSatisfy { $0 == 0 }
+    }
+
     /// Every entry below `path`, relative to it, with its size.
     func tree(_ path: String) -> [String: Int] {
         var found: [String: Int] = [:]
@@ -40,7 +45,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
             try #require(spool.recycler.isEnabled, "the temporary directory is not on a local block-device file system")
-            let first = try await share(spool, dir, ["the first share's words\n"])
+            let first = try await share(spool, dir, ["the first share's words, longer than the second's\n"])
             let firstManifest = try spool.manifest(.incoming, first)
             let firstFile = try #require(firstManifest.attachments[0].file)
             let copyInode = try inode(spool.path(.incoming, first) + "/" + firstFile)
@@ -50,8 +55,11 @@ import Testing
             #expect(try spool.shareIDs(in: .processing).isEmpty)
             let kept = tree(dir + "/state/recycled")
             #expect(kept.count == 3, "\(kept)")
-            let spares = kept.filter { $0.key.hasSuffix("/spare-0") || $0.key.hasSuffix("/manifest.json") }
-            #expect(spares.count == 2 && spares.values.allSatisfy { $0 == 0 }, "\(kept)")
+            let spares = kept.keys.filter { $0.hasSuffix("/spare-0") || $0.hasSuffix("/manifest.json") }
+            #expect(spares.count == 2, "\(kept)")
+            for spare in spares {
+                #expect(try holdsNothing(dir + "/state/recycled/" + spare), "\(spare) kept content")
+            }
             #expect(!kept.keys.contains { $0.contains(first) || $0.contains(firstFile) })
             #expect(try entries(spool, .staging).isEmpty)
 
@@ -62,12 +70,38 @@ import Testing
             let file = try #require(manifest.attachments[0].file)
             #expect(Set(tree(spool.path(.incoming, second)).keys) == ["manifest.json", file])
             let copy = spool.path(.incoming, second) + "/" + file
+            // Shorter than the first: the spare's zeros past its end are cut off, in the copy and the manifest.
             #expect(String(decoding: try System.readFile(copy), as: UTF8.self) == "the second share, shorter\n")
             #expect(manifest.attachments[0].bytes == 26)
             #expect(manifest.shareId == second)
             // One of the two spares became the copy, the other the manifest: no new inode.
             let reused = [try inode(copy), try inode(spool.path(.incoming, second) + "/manifest.json")]
             #expect(reused.contains(copyInode))
+        }
+    }
+
+    @Test func aLargeCopyIsTruncatedAndTheNextShareGetsExactlyItsOwnBytes() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            try #require(spool.recycler.isEnabled)
+            let large = String(repeating: "a line of a large text file\n", count: 4_000)
+            #expect(large.utf8.count > ShareRecycler.overwriteLimit)
+            try process(spool, try await share(spool, dir, [large, "small\n"]))
+            // Over the limit: truncated to nothing; under it: zeros of its length.
+            let kept = tree(dir + "/state/recycled")
+            #expect(kept.values.contains(0), "\(kept)")
+            for spare in kept.keys where spare.contains("/") {
+                #expect(try holdsNothing(dir + "/state/recycled/" + spare), "\(spare) kept content")
+            }
+            let second = try await share(spool, dir, ["x\n", String(repeating: "y", count: 70_000)])
+            let manifest = try spool.manifest(.incoming, second)
+            let files = manifest.attachments.compactMap(\.file)
+            #expect(files.count == 2)
+            for (file, text) in zip(files, ["x\n", String(repeating: "y", count: 70_000)]) {
+                let bytes = try System.readFile(spool.path(.incoming, second) + "/" + file)
+                #expect(bytes == Array(text.utf8), "\(file): \(bytes.count) bytes")
+            }
+            #expect(manifest.attachments.map(\.bytes) == [2, 70_000])
         }
     }
 
@@ -114,7 +148,9 @@ import Testing
             // Only the manifest was kept (emptied); the link and the symlink are gone.
             let kept = tree(dir + "/state/recycled")
             #expect(kept.count == 2, "\(kept)")
-            #expect(kept.filter { $0.key.contains("/") }.values.allSatisfy { $0 == 0 })
+            for spare in kept.keys where spare.contains("/") {
+                #expect(try holdsNothing(dir + "/state/recycled/" + spare), "\(spare) kept content")
+            }
         }
     }
 

@@ -30,8 +30,9 @@ struct CopyEngine: Sendable {
     }
 
     /// Where a copy is written: `path`, whose last component is `name`, in `staging/S`. The file is made when the
-    /// copy opens it, never earlier (a load that fails first leaves nothing): an empty spare of a recycled
-    /// directory renamed to `name` when `spares` has one, else a new file.
+    /// copy opens it, never earlier (a load that fails first leaves nothing): an emptied spare of a recycled
+    /// directory renamed to `name` when `spares` has one (cut to the copy's length once it is written), else a new
+    /// file.
     struct Destination: Sendable {
         var path: String
         var name: String
@@ -90,7 +91,8 @@ struct CopyEngine: Sendable {
     /// the source grows or shrinks meanwhile. The copy is not fsynced (its writeback is started as it goes): the publisher's
     /// barrier makes it durable. On any failure the destination is removed.
     func copyFile(from input: borrowing FileDescriptor, sizeHint: Int64, to destination: Destination) throws -> Result {
-        let output = try Self.openDestination(destination)
+        var spareLength: Int64 = 0
+        let output = try Self.openDestination(destination, spareLength: &spareLength)
         let inFlight = CopiesInFlight.shared.begin(total: sizeHint)
         defer { CopiesInFlight.shared.end(inFlight) }
         do {
@@ -98,6 +100,7 @@ struct CopyEngine: Sendable {
             // Announcing is for display only: a file system without user extended attributes is not an error.
             if announced { try? output.setAttribute(Self.expectedSizeAttribute, sizeHint) }
             let result = try stream(from: input, to: output, sizeHint: sizeHint, inFlight: inFlight)
+            if spareLength > result.bytes { try output.truncate(to: result.bytes) }
             if announced { try? output.removeAttribute(Self.expectedSizeAttribute) }
             return result
         } catch {
@@ -108,7 +111,8 @@ struct CopyEngine: Sendable {
 
     /// Writes bytes delivered as data through the same limits, hash and sniff as a file (not fsynced either).
     func copyData(_ bytes: UnsafeRawBufferPointer, to destination: Destination) throws -> Result {
-        let output = try Self.openDestination(destination)
+        var spareLength: Int64 = 0
+        let output = try Self.openDestination(destination, spareLength: &spareLength)
         do {
             let hasher = SHA256()
             var written: Int64 = 0
@@ -121,6 +125,7 @@ struct CopyEngine: Sendable {
                 written += Int64(chunk.count)
                 progress?(written)
             }
+            if spareLength > written { try output.truncate(to: written) }
             return Result(bytes: written, sha256: hasher.finalize(), head: Array(bytes.prefix(Sniffer.sniffLength)))
         } catch {
             try? System.unlink(destination.path)
@@ -144,9 +149,12 @@ struct CopyEngine: Sendable {
         }
     }
 
-    private static func openDestination(_ destination: Destination) throws -> FileDescriptor {
+    /// The destination opened for writing at its start; `spareLength` is the length of the spare it is (0 for a
+    /// new file).
+    private static func openDestination(_ destination: Destination, spareLength: inout Int64) throws -> FileDescriptor {
         // Readable too: the hasher and the sniffer read the copy back from the page cache.
-        if let spares = destination.spares, spares.use(as: destination.name) {
+        if let length = destination.spares?.use(as: destination.name) {
+            spareLength = length
             return try FileDescriptor.openExisting(destination.path)
         }
         return try FileDescriptor.create(destination.path, readable: true)

@@ -46,7 +46,7 @@ public struct ShareLoader: Sendable {
         // The staging directory is locked (flock on the directory) for as long as this share is worked on, until it
         // is published, so a recovery started by another process can tell it from a dead one.
         let stagingLock: DirectoryLock
-        var spareNames: [String] = []
+        var spareNames: [StagingSpares.Spare] = []
         do {
             stagingLock = try makeLockedStaging(shareID, spares: &spareNames)
         } catch {
@@ -77,8 +77,8 @@ public struct ShareLoader: Sendable {
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
     /// when it is published and ends when the descriptor is closed. A directory the recycler kept is taken instead
-    /// when there is one (already locked; its empty files go to `spares`).
-    private func makeLockedStaging(_ shareID: String, spares: inout [String]) throws -> DirectoryLock {
+    /// when there is one (already locked; its emptied files go to `spares`).
+    private func makeLockedStaging(_ shareID: String, spares: inout [StagingSpares.Spare]) throws -> DirectoryLock {
         try spool.checkCapacity(configuration)
         if let recycled = spool.recycler.take(as: shareID, into: spool.directories.staging, spares: &spares) {
             return recycled

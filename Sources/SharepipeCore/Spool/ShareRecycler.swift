@@ -6,10 +6,16 @@ import Synchronization
 /// On ext4 without a journal every new inode is found by walking past the inodes freed in the last minutes, so a
 /// share that creates three (its directory, its copy, its manifest) after others were removed pays a scan that grows
 /// with the load (docs/benchmarks.md). A processed share's directory is therefore emptied in place: each copy
-/// truncated to zero bytes (its content is gone, as SPEC's "deleted once processed" requires) and renamed
+/// emptied of its content (as SPEC's "deleted once processed" requires) and renamed
 /// `spare-N` (the emptied `manifest.json` keeps its name, which says nothing of the share), the directory moved to
 /// `DIR/recycled/<random UUID>` with its lock still held. The next share's loader renames it to `staging/S`, writes
-/// its manifest into the empty one and renames spares to its copies' names; nothing is allocated or freed.
+/// its manifest into the emptied one and renames spares to its copies' names; nothing is allocated or freed.
+///
+/// - A file of at most `overwriteLimit` bytes is emptied by overwriting every byte with zeros, keeping its length
+///   and its blocks; a larger one is truncated to zero bytes. On a file system mounted with `discard` every freed
+///   block waits for a discard command to the disk, and the next share's copy allocates a block again: the
+///   overwrite frees nothing, and the next copy writes over the same blocks (its writer cuts the file to its own
+///   length). Either way no byte of the processed share is left in the file.
 ///
 /// - Only where `syncfs` is the barrier (a local block-device file system): one `syncfs` makes the renames and
 ///   truncations durable with the batch. Elsewhere directories are removed as before.
@@ -32,11 +38,14 @@ final class ShareRecycler: Sendable {
     /// The one spare that keeps its name.
     static let manifestName = "manifest.json"
 
+    /// Files of at most this many bytes are overwritten with zeros rather than truncated.
+    static let overwriteLimit = 64 << 10
+
     /// A kept directory: its random name in `recycled`, its locked descriptor, its spare files.
     private struct Kept: Sendable {
         var name: String
         var directory: OpenDirectory
-        var spares: [String]
+        var spares: [StagingSpares.Spare]
     }
 
     /// `DIR/recycled`, nil when recycling is off.
@@ -73,18 +82,18 @@ final class ShareRecycler: Sendable {
         guard let directory, keeping.load(ordering: .relaxed), kept.withLock({ $0.count }) < Self.capacity else {
             return false
         }
-        var spares: [String] = []
+        var spares: [StagingSpares.Spare] = []
         var renamed = 0
         do {
             for entry in try share.names() {
-                if spares.count < Self.sparesPerDirectory, try Self.empty(entry, in: share) {
+                if spares.count < Self.sparesPerDirectory, let length = try Self.empty(entry, in: share) {
                     var spare = entry
                     if entry != Self.manifestName {
                         spare = "spare-\(renamed)"
                         renamed += 1
                         if entry != spare { try share.rename(entry, to: spare, in: share) }
                     }
-                    spares.append(spare)
+                    spares.append(StagingSpares.Spare(name: spare, length: length))
                 } else {
                     try share.removeTree(entry)
                 }
@@ -103,26 +112,32 @@ final class ShareRecycler: Sendable {
         }
     }
 
-    /// Truncates `entry` to zero bytes when it is a regular file with no other link; false (nothing changed) when it
-    /// is anything else.
-    private static func empty(_ entry: String, in share: OpenDirectory) throws -> Bool {
+    /// Empties `entry` when it is a regular file with no other link: overwritten with zeros up to `overwriteLimit`
+    /// bytes, else truncated. Returns its length now; nil (nothing changed) when it is anything else.
+    private static func empty(_ entry: String, in share: OpenDirectory) throws -> Int64? {
         let file: FileDescriptor
         do {
             file = try share.openExisting(entry)
         } catch let error as ShareError
             where [Errno.symlinkLoop, Errno.isDirectory, Errno.noDevice].contains(error.errno)
         {
-            return false
+            return nil
         }
         let status = try file.status()
-        guard status.kind == .regular, status.linkCount == 1 else { return false }
-        if status.size > 0 { try System.truncate(descriptor: file.rawValue, length: 0) }
-        return true
+        guard status.kind == .regular, status.linkCount == 1 else { return nil }
+        guard status.size > 0 else { return 0 }
+        guard status.size <= Int64(overwriteLimit) else {
+            try file.truncate(to: 0)
+            return 0
+        }
+        // Just opened: the file position is 0.
+        try file.writeAll([UInt8](repeating: 0, count: Int(status.size)))
+        return status.size
     }
 
-    /// A kept directory renamed to `staging/shareID`, with its lock (its spare files' names in `spares`); nil when
-    /// none is kept (the caller makes a new one).
-    func take(as shareID: String, into staging: OpenDirectory, spares: inout [String]) -> DirectoryLock? {
+    /// A kept directory renamed to `staging/shareID`, with its lock (its spare files in `spares`); nil when none is
+    /// kept (the caller makes a new one).
+    func take(as shareID: String, into staging: OpenDirectory, spares: inout [StagingSpares.Spare]) -> DirectoryLock? {
         guard let directory else { return nil }
         keeping.store(true, ordering: .relaxed)
         while let next = kept.withLock({ $0.popLast() }) {
@@ -174,32 +189,39 @@ final class ShareRecycler: Sendable {
 /// The emptied files a recycled `staging/S` brought (`ShareRecycler`), handed out as the loader names its copies and
 /// its manifest, so that they need no new inode.
 final class StagingSpares: Sendable {
+    /// An emptied file: its name, and its length (zeros only), which its next writer cuts to its own.
+    struct Spare: Sendable, Equatable {
+        var name: String
+        var length: Int64
+    }
+
     private let shareID: String
     private let staging: OpenDirectory
-    private let spares: Mutex<[String]>
+    private let spares: Mutex<[Spare]>
 
-    init(shareID: String, spares: [String], staging: OpenDirectory) {
+    init(shareID: String, spares: [Spare], staging: OpenDirectory) {
         self.shareID = shareID
         self.staging = staging
         self.spares = Mutex(spares)
     }
 
-    /// Makes `name` in `staging/S` an empty spare: the spare of that name as it is (the manifest's), else another
-    /// renamed to it (the manifest's last); false when none is left (the caller creates the file).
-    func use(as name: String) -> Bool {
-        let taken = spares.withLock { spares -> String? in
-            if let index = spares.firstIndex(of: name) { return spares.remove(at: index) }
-            let index = spares.lastIndex { $0 != ShareRecycler.manifestName } ?? spares.indices.last
+    /// Makes `name` in `staging/S` an emptied spare: the spare of that name as it is (the manifest's), else another
+    /// renamed to it (the manifest's last). Returns its length (the writer cuts the file to what it wrote when that
+    /// is less); nil when none is left (the caller creates the file).
+    func use(as name: String) -> Int64? {
+        let taken = spares.withLock { spares -> Spare? in
+            if let index = spares.firstIndex(where: { $0.name == name }) { return spares.remove(at: index) }
+            let index = spares.lastIndex { $0.name != ShareRecycler.manifestName } ?? spares.indices.last
             return index.map { spares.remove(at: $0) }
         }
-        guard let spare = taken else { return false }
-        if spare == name { return true }
+        guard let spare = taken else { return nil }
+        if spare.name == name { return spare.length }
         do {
-            try staging.rename(shareID + "/" + spare, to: shareID + "/" + name, in: staging)
-            return true
+            try staging.rename(shareID + "/" + spare.name, to: shareID + "/" + name, in: staging)
+            return spare.length
         } catch {
-            try? staging.unlink(shareID + "/" + spare)
-            return false
+            try? staging.unlink(shareID + "/" + spare.name)
+            return nil
         }
     }
 
@@ -210,6 +232,6 @@ final class StagingSpares: Sendable {
             defer { spares = [] }
             return spares
         }
-        for spare in unused { try staging.unlink(shareID + "/" + spare) }
+        for spare in unused { try staging.unlink(shareID + "/" + spare.name) }
     }
 }

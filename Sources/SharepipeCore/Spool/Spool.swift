@@ -189,9 +189,15 @@ public final class Spool: Sendable {
     /// directory becomes visible at once by the rename into `incoming`.
     func writeManifest(_ manifest: Manifest, spares: StagingSpares? = nil) throws {
         let name = manifest.shareId + "/manifest.json"
-        let file = spares?.use(as: "manifest.json") == true
-            ? try directories.staging.openExisting(name) : try directories.staging.create(name)
-        try file.writeAll(try manifest.encoded())
+        let bytes = try manifest.encoded()
+        if let spareLength = spares?.use(as: "manifest.json") {
+            let file = try directories.staging.openExisting(name)
+            try file.writeAll(bytes)
+            // The spare's zeros past the manifest's end go.
+            if spareLength > Int64(bytes.count) { try file.truncate(to: Int64(bytes.count)) }
+        } else {
+            try directories.staging.create(name).writeAll(bytes)
+        }
     }
 
     /// Logs ledger transitions whose precondition did not hold; recovery repairs them.

@@ -132,6 +132,11 @@ struct FileDescriptor: ~Copyable, Sendable {
         try bytes.withUnsafeBytes { (raw) throws in try writeAll(raw) }
     }
 
+    /// Cuts (or extends) the file to `length` bytes.
+    func truncate(to length: Int64) throws {
+        try System.truncate(descriptor: rawValue, length: length)
+    }
+
     func sync() throws {
         _ = try System.call("fsync") { Glibc.fsync(rawValue) }
     }
