@@ -18,7 +18,10 @@
 /// unchanged is not reported again. The inbox deleted or moved ends the stream with `ERR_IO`.
 ///
 /// The watching runs on a dedicated thread (its waits are blocking `poll(2)` calls); it sleeps when nothing is
-/// pending except for the safety rescan, and stops when the stream's consumer stops (cancelled or gone).
+/// pending except for the safety rescan, and stops when the stream's consumer stops (cancelled or gone). It takes
+/// events and judges entries at most once per `coalescing` interval: a burst of drops is handled in batches (one
+/// wake-up, one listing of what is due and one hand-over to the ingester for many entries) rather than one wake-up
+/// per event and per deadline; a lone drop is judged exactly when its settle window ends.
 struct InboxWatcher: Sendable {
     /// The inbox directory (a symlink to a directory is resolved once, at start).
     var inbox: String
@@ -32,6 +35,10 @@ struct InboxWatcher: Sendable {
     var ignore: IgnoreRules
     /// The time that settle windows, scan intervals and rescans are measured in.
     var clock: any SharepipeClock
+
+    /// The shortest time between two rounds of the watching loop (reading events, judging what is due): entries are
+    /// judged at most this long after their settle window ends, and only when another round came just before.
+    static let coalescing: UInt64 = 2_000_000
 
     /// The error that ends the stream when the inbox itself goes away.
     static let inboxGone = ShareError(.io, "inbox was deleted or moved")
@@ -100,10 +107,20 @@ struct InboxWatcher: Sendable {
         yield(try tracker.rescan(now: now, overflow: false))
         scanned()
         var nextRescan = now + rescanInterval
+        var lastRound: UInt64 = 0
         while true {
+            // A round came a moment ago: the next one waits, so that what arrives meanwhile is taken with it. Real
+            // time, not `clock`'s: this batches work, it decides nothing.
+            let sinceLastRound = System.monotonicNanoseconds() - lastRound
+            if sinceLastRound < Self.coalescing,
+                try System.waitReadable([wake.pollDescriptor], timeout: Self.coalescing - sinceLastRound)[0]
+            {
+                return
+            }
             let deadline = min(tracker.nextDeadline ?? nextRescan, nextRescan)
             let ready = try clock.waitReadable(
                 [wake.pollDescriptor, tracker.inotify.pollDescriptor], until: deadline)
+            lastRound = System.monotonicNanoseconds()
             if ready[0] { return }
             if ready[1] {
                 let events = try tracker.inotify.readAvailable(into: &buffer)
