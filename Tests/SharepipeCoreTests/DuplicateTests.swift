@@ -244,6 +244,38 @@ import SharepipeTesting
         }
     }
 
+    /// Eight connections reserve batches holding the same three contents in different orders, 10 times over: no
+    /// batch waits for another's key lock while holding one it needs (PostgreSQL would end one with a deadlock), and
+    /// each content gets exactly one original.
+    @Test(arguments: LedgerKind.available)
+    func batchesHoldingOneContentInAnyOrderMakeOneOriginalEach(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try kind.database(in: dir)
+            let ledgers = try (0..<8).map { _ in try kind.store(database) }
+            for round in 0..<10 {
+                let hashes = (0..<3).map { Self.hash(2_000 + round * 3 + $0) }
+                let originals = Mutex<[String: Int]>([:])
+                let failures = Mutex<[String]>([])
+                let now = LedgerClock.now()
+                DispatchQueue.concurrentPerform(iterations: ledgers.count) { index in
+                    let order = (0..<3).map { hashes[(index + $0) % 3] }
+                    let batch = (index % 2 == 0 ? order : order.reversed()).map { Self.reservation(at: now, [$0]) }
+                    do {
+                        let origins = try ledgers[index].reserveContents(batch)
+                        for (reservation, answer) in zip(batch, origins) where answer == [nil] {
+                            originals.withLock { $0[reservation.claims[0].sha256, default: 0] += 1 }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+                #expect(failures.withLock { $0 }.isEmpty)
+                #expect(originals.withLock { $0 } == Dictionary(uniqueKeysWithValues: hashes.map { ($0, 1) }),
+                    "round \(round)")
+            }
+        }
+    }
+
     // MARK: The loader
 
     func loader(_ root: String, _ policy: DuplicatePolicy, sharePolicy: SharePolicy = .keepSuccessful) throws
