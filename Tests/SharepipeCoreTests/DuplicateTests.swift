@@ -6,8 +6,8 @@ import Testing
 import SharepipeTesting
 
 /// Issue 21: the duplicate check. The plan (pure), the ledgers' reservation (both backends: the window's edge, what
-/// counts as an original, reservations of shares that died, several connections racing for one content) and the
-/// loader's outcome under each policy.
+/// counts as an original, reservations of shares that died, several connections racing for one content, a batch of
+/// reservations in one transaction) and the loader's outcome under each policy.
 @Suite(.timeLimit(.minutes(5))) struct DuplicateTests {
     static func hash(_ seed: Int) -> String {
         SHA256.hash(Array("content \(seed)".utf8))
@@ -195,6 +195,29 @@ import SharepipeTesting
         }
     }
 
+    /// One batch, one transaction, applied in its order: a later reservation finds an earlier one's rows (the first
+    /// of two shares with one content is the original), and an all-or-nothing share's copies, dropped because it
+    /// lost one, are no original for the reservations after it.
+    @Test(arguments: LedgerKind.available)
+    func aBatchOfReservationsIsAppliedInItsOrder(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let (a, b, c) = (Self.hash(1), Self.hash(2), Self.hash(3))
+            let now = LedgerClock.now()
+            let first = Self.reservation(at: now, [a, b])
+            let second = Self.reservation(at: now, [a])
+            let strict = Self.reservation(at: now, [c, b], allOrNothing: true)
+            let fourth = Self.reservation(at: now, [c], policy: .flag)
+            let empty = Self.reservation(at: now, [])
+            let origins = try ledger.reserveContents([first, second, empty, strict, fourth])
+            #expect(origins.map { $0.map { $0?.fileId } } == [
+                [nil, nil], [first.claims[0].fileID], [], [nil, first.claims[1].fileID], [nil],
+            ])
+            #expect(try ledger.duplicates(ofShare: second.shareID).map(\.rejected) == [true])
+            #expect(try ledger.reserveContents([empty]) == [[]])
+        }
+    }
+
     /// Eight connections to one ledger reserve one content at once, 20 times over: each time exactly one gets no
     /// origin, whatever the interleaving.
     @Test(arguments: LedgerKind.available)
@@ -217,6 +240,38 @@ import SharepipeTesting
                 }
                 #expect(failures.withLock { $0 }.isEmpty)
                 #expect(originals.load(ordering: .relaxed) == 1, "round \(round)")
+            }
+        }
+    }
+
+    /// Eight connections reserve batches holding the same three contents in different orders, 10 times over: no
+    /// batch waits for another's key lock while holding one it needs (PostgreSQL would end one with a deadlock), and
+    /// each content gets exactly one original.
+    @Test(arguments: LedgerKind.available)
+    func batchesHoldingOneContentInAnyOrderMakeOneOriginalEach(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try kind.database(in: dir)
+            let ledgers = try (0..<8).map { _ in try kind.store(database) }
+            for round in 0..<10 {
+                let hashes = (0..<3).map { Self.hash(2_000 + round * 3 + $0) }
+                let originals = Mutex<[String: Int]>([:])
+                let failures = Mutex<[String]>([])
+                let now = LedgerClock.now()
+                DispatchQueue.concurrentPerform(iterations: ledgers.count) { index in
+                    let order = (0..<3).map { hashes[(index + $0) % 3] }
+                    let batch = (index % 2 == 0 ? order : order.reversed()).map { Self.reservation(at: now, [$0]) }
+                    do {
+                        let origins = try ledgers[index].reserveContents(batch)
+                        for (reservation, answer) in zip(batch, origins) where answer == [nil] {
+                            originals.withLock { $0[reservation.claims[0].sha256, default: 0] += 1 }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+                #expect(failures.withLock { $0 }.isEmpty)
+                #expect(originals.withLock { $0 } == Dictionary(uniqueKeysWithValues: hashes.map { ($0, 1) }),
+                    "round \(round)")
             }
         }
     }
@@ -294,6 +349,53 @@ import SharepipeTesting
         }
     }
 
+    /// Many loads at once under reject, five shares per content: whatever batches their reservations form, each
+    /// content has exactly one original and every other share is refused naming it.
+    @Test func concurrentLoadsUnderRejectKeepOneOriginalPerContent() async throws {
+        try await withTemporaryDirectory { dir in
+            let loader = try loader(dir, .reject)
+            let providers = try (0..<40).map { index in try note(dir, "n\(index).txt", "content \(index % 8)\n") }
+            let receipts = await withTaskGroup(of: (Int, ShareReceipt).self) { group in
+                for (index, provider) in providers.enumerated() {
+                    group.addTask { (index, await loader.load([provider])) }
+                }
+                return await group.reduce(into: [Int: ShareReceipt]()) { $0[$1.0] = $1.1 }
+            }
+            for content in 0..<8 {
+                let shares = stride(from: content, to: 40, by: 8).compactMap { receipts[$0] }
+                let originals = shares.filter { $0.status == .complete }
+                #expect(originals.count == 1, "content \(content)")
+                let duplicates = shares.filter { $0.status == .rejected }
+                #expect(duplicates.count == 4, "content \(content)")
+                #expect(duplicates.allSatisfy { $0.codes == ["ERR_DUPLICATE"] })
+                #expect(duplicates.allSatisfy { $0.attachments[0].duplicateOf?.shareId == originals.first?.shareId })
+            }
+            #expect(try loader.spool.shareIDs(in: .incoming).count == 8)
+        }
+    }
+
+    /// A reserve batch whose transaction fails fails every share in it with that error; nothing is staged or
+    /// reserved, and the next loads go through.
+    @Test func aFailedReserveBatchFailsEachOfItsShares() async throws {
+        try await withTemporaryDirectory { dir in
+            let loader = try loader(dir, .reject)
+            let providers = try (0..<6).map { index in try note(dir, "n\(index).txt", "content \(index % 3)\n") }
+            loader.spool.executor.injectedFailure.withLock { $0 = "reserve.record-reserved" }
+            let failed = await withTaskGroup(of: ShareReceipt.self) { group in
+                for provider in providers { group.addTask { await loader.load([provider]) } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(failed.count == 6)
+            #expect(failed.allSatisfy { $0.status == .failed && $0.error?.code == .io })
+            #expect(try entries(loader.spool, .staging).isEmpty)
+            #expect(try loader.spool.shareIDs(in: .incoming).isEmpty)
+
+            loader.spool.executor.injectedFailure.withLock { $0 = nil }
+            let retried = await loader.load([providers[0]])
+            #expect(retried.status == .complete)
+        }
+    }
+
     @Test func acceptIngestsEveryCopyAndStillRecordsItsContent() async throws {
         try await withTemporaryDirectory { dir in
             let accepting = try loader(dir, .accept)
@@ -307,5 +409,12 @@ import SharepipeTesting
             #expect(third.status == .rejected)
             #expect(third.attachments[0].duplicateOf?.shareId == first.shareId)
         }
+    }
+}
+
+extension LedgerStore {
+    /// One reservation as a batch of one.
+    func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
+        try reserveContents([reservation])[0]
     }
 }

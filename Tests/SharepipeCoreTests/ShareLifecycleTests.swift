@@ -294,18 +294,22 @@ import Testing
         }
     }
 
-    @Test func aReservationAnswersEachCopysOriginOrFailsTheShare() {
-        let reservation = ContentReservation(
-            shareID: "a", createdAt: 1, claims: [], policy: .flag, allOrNothing: false, windowStart: 0,
-            reservationsSince: 0)
+    @Test func aReserveBatchAnswersEachSharesOriginsOrFailsEveryShare() {
+        func reservation(_ id: String) -> ContentReservation {
+            ContentReservation(
+                shareID: id, createdAt: 1, claims: [], policy: .flag, allOrNothing: false, windowStart: 0,
+                reservationsSince: 0)
+        }
         let origin = DuplicateOrigin(shareId: "o", fileId: "f", createdAt: "2026-12-01T00:00:00.000Z")
-        var run = ShareLifecycle.reserve(reservation)
-        let (points, _, outcome) = drive(&run) { _ in .reserved([nil, origin]) }
+        var run = ShareLifecycle.reserve([reservation("a"), reservation("b")])
+        let (points, actions, outcome) = drive(&run) { _ in .reserved([[nil, origin], [origin]]) }
         #expect(points == ["reserve.record-reserved"])
+        guard case .record(.reserved(let batch)) = actions.first else { Issue.record("no reservation"); return }
+        #expect(batch.map(\.shareID) == ["a", "b"])
         guard case .reserved(let origins) = outcome else { Issue.record("not a reservation"); return }
-        #expect(origins == [nil, origin])
-        var failing = ShareLifecycle.reserve(reservation)
-        #expect(failed(drive(&failing) { _ in .failed(error) }.outcome) == ["a"])
+        #expect(origins == [[nil, origin], [origin]])
+        var failing = ShareLifecycle.reserve([reservation("a"), reservation("b")])
+        #expect(failed(drive(&failing) { _ in .failed(error) }.outcome) == ["a", "b"])
     }
 
     @Test func crashPointsAreTheDocumentedOnes() {

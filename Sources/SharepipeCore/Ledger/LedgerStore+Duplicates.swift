@@ -2,11 +2,12 @@ import Foundation
 
 /// The duplicate check (issue 21): the contents of copies, looked up and recorded in one transaction.
 ///
-/// A reservation is one `execute`: SQLite's `BEGIN IMMEDIATE` holds the file's write lock for all of it, PostgreSQL
-/// takes the dialect's `keyLock` on each content hash first (in key order, so that two reservations cannot
-/// deadlock) — so two reservations of one content run one after the other and the second finds the first's row,
-/// while reservations of other contents do not wait. Each claim's row is inserted with the original its own
-/// lookup finds, in attachment order, so that within one share the second copy of a content finds the first.
+/// A batch of reservations is one `execute`: SQLite's `BEGIN IMMEDIATE` holds the file's write lock for all of it,
+/// PostgreSQL takes the dialect's `keyLock` on each content hash of the batch first (in key order, so that two
+/// batches cannot deadlock) — so two batches holding one content run one after the other and the second finds the
+/// first's row, while batches of other contents do not wait. Each claim's row is inserted with the original its own
+/// lookup finds, share after share in the batch's order and in attachment order within a share, so that the
+/// second copy of a content finds the first, within one share as within one batch.
 extension LedgerStore {
     /// The key-lock class of content hashes ("dupe" in ASCII).
     static let contentLockClass: Int64 = 0x6475_7065
@@ -44,23 +45,51 @@ extension LedgerStore {
 
     /// Looks up, per claimed content, the earliest copy within the window that counts as an original (ingested or
     /// reserved by a live share; never one of a share rolled back, rejected, quarantined or purged), and records
-    /// each claim with what it found (see `ContentReservation`), in one transaction that serializes on the
-    /// contents' hashes across every process on the ledger. Returns the origins, one per claim (nil: an original).
-    func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
-        guard !reservation.claims.isEmpty else { return [] }
+    /// each claim with what it found (see `ContentReservation`), in one transaction for the whole batch that
+    /// serializes on the contents' hashes across every process on the ledger. The reservations are applied in the
+    /// batch's order, so that a later one finds an earlier one's rows. Returns, per reservation, the origins, one
+    /// per claim (nil: an original).
+    func reserveContents(_ reservations: [ContentReservation]) throws -> [[DuplicateOrigin?]] {
         let dialect = driver.dialect
-        let bigint = dialect.bigint
-        let share = SQLValue.text(reservation.shareID)
         var statements: [SQLStatement] = []
         if let keyLock = dialect.keyLock {
-            for key in Set(reservation.claims.map { Self.lockKey($0.sha256) }).sorted() {
+            // Every key of the batch, sorted, before any insert: two batches (two daemons) cannot deadlock.
+            let keys = Set(reservations.flatMap { $0.claims.map { Self.lockKey($0.sha256) } })
+            for key in keys.sorted() {
                 statements.append(SQLStatement(keyLock, [.integer(Self.contentLockClass), .integer(key)]))
             }
         }
+        var answers: [Int?] = []
+        for reservation in reservations {
+            guard !reservation.claims.isEmpty else {
+                answers.append(nil)
+                continue
+            }
+            statements += Self.statements(reserving: reservation, dialect: dialect)
+            answers.append(statements.count)
+            statements.append(Self.recordedDuplicates(ofShare: reservation.shareID))
+        }
+        guard answers.contains(where: { $0 != nil }) else { return reservations.map { _ in [] } }
+        // Not durable: a reservation a power cut loses belonged to a share not staged yet either (staging commits
+        // durably, and a durable commit makes every earlier one durable).
+        let results = try driver.execute(statements, durable: false)
+        return zip(reservations, answers).map { reservation, answer in
+            guard let answer else { return [] }
+            let recorded = results[answer].rows.compactMap(Self.recordedDuplicate)
+            let origins = Dictionary(recorded.map { ($0.index, $0.origin) }) { first, _ in first }
+            return reservation.claims.map { origins[$0.index] }
+        }
+    }
+
+    /// One share's part of a reservation batch: each claim inserted with the original its own lookup finds, in
+    /// attachment order; under `reject`, an all-or-nothing share that lost a copy keeps no original.
+    private static func statements(reserving reservation: ContentReservation, dialect: SQLDialect) -> [SQLStatement] {
+        let bigint = dialect.bigint
+        let share = SQLValue.text(reservation.shareID)
         let rejects: Int64 = reservation.policy == .reject ? 1 : 0
-        for claim in reservation.claims {
+        var statements = reservation.claims.map { claim in
             // Typed parameters: PostgreSQL cannot infer a parameter's type from a select list.
-            statements.append(SQLStatement(
+            SQLStatement(
                 """
                 INSERT INTO contents (share_id, attachment, sha256, file_id, created_at, rejected, original_share,
                     original_file, original_at)
@@ -70,7 +99,7 @@ extension LedgerStore {
                 """,
                 [share, SQLValue(claim.index), .text(claim.sha256), .text(claim.fileID),
                  .integer(reservation.createdAt), .integer(rejects), .text(claim.sha256),
-                 .integer(reservation.windowStart), .integer(reservation.reservationsSince)]))
+                 .integer(reservation.windowStart), .integer(reservation.reservationsSince)])
         }
         if reservation.policy == .reject && reservation.allOrNothing {
             // The share is rolled back: none of its copies may become an original another share is refused for.
@@ -81,13 +110,7 @@ extension LedgerStore {
                 """,
                 [share, share]))
         }
-        let reserved = statements.count
-        statements.append(Self.recordedDuplicates(ofShare: reservation.shareID))
-        // Not durable: a reservation a power cut loses belonged to a share not staged yet either (staging commits
-        // durably, and a durable commit makes every earlier one durable).
-        let recorded = try driver.execute(statements, durable: false)[reserved].rows.compactMap(Self.recordedDuplicate)
-        let origins = Dictionary(recorded.map { ($0.index, $0.origin) }) { first, _ in first }
-        return reservation.claims.map { origins[$0.index] }
+        return statements
     }
 
     /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).

@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The one executor of the share lifecycle: it performs the actions `ShareLifecycle` returns on the spool's
-/// directories and ledger, and feeds back what happened. Publishes and completions are batched (group commit):
-/// whatever is queued when a lane comes round forms one run, so each barrier and commit is paid once per batch; a
-/// lone share is a batch of one at once. The other transitions (claim, retry, quarantine, release, requeue, purge,
-/// recovery) run on the caller's thread, one run each, through the same `perform`.
+/// directories and ledger, and feeds back what happened. Publishes, completions and content reservations are
+/// batched (group commit): whatever is queued when a lane comes round forms one run, so each barrier and commit is
+/// paid once per batch; a lone share is a batch of one at once. The other transitions (claim, retry, quarantine,
+/// release, requeue, purge, recovery) run on the caller's thread, one run each, through the same `perform`.
 ///
 /// `SHAREPIPE_CRASH_AFTER=<transition>.<action>` kills the process right after that action (the crash tests stop
 /// at every one); `injectedFailure` makes an action fail instead of being performed (the failure-path tests).
@@ -55,6 +55,12 @@ final class LifecycleExecutor: Sendable {
         }
     }
 
+    /// A loading share's content reservation handed over for the next reserve batch, and whom to tell.
+    private struct PendingReservation: Sendable {
+        let reservation: ContentReservation
+        let continuation: CheckedContinuation<[DuplicateOrigin?], any Error>
+    }
+
     /// A processed share handed over for recording and removal.
     private final class PendingCompletion: Sendable {
         let claim: Mutex<ShareClaim?>
@@ -69,8 +75,10 @@ final class LifecycleExecutor: Sendable {
     private struct Queues {
         var publishes: [PendingPublish] = []
         var completions: [PendingCompletion] = []
+        var reservations: [PendingReservation] = []
         var publishing = false
         var completing = false
+        var reserving = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var completionFailure: ShareError?
     }
@@ -80,6 +88,7 @@ final class LifecycleExecutor: Sendable {
     private let room = NSCondition()
     private let publishLane = WorkerThread(name: "sp-publish")
     private let completeLane = WorkerThread(name: "sp-complete")
+    private let reserveLane = WorkerThread(name: "sp-reserve")
     /// Completions queued at most before `complete` waits: each holds its claim's directory open.
     let maxCompletions = min(128, max(8, (System.descriptorLimit() - 96) / 4))
     /// An action (by crash-point name) to fail instead of performing it.
@@ -93,11 +102,13 @@ final class LifecycleExecutor: Sendable {
     init() {
         publishLane.start()
         completeLane.start()
+        reserveLane.start()
     }
 
     deinit {
         publishLane.stop()
         completeLane.stop()
+        reserveLane.stop()
     }
 
     /// Holds (or lets go of) the next publish batch.
@@ -124,6 +135,19 @@ final class LifecycleExecutor: Sendable {
                 return !queues.publishing
             }
             if start { Task(executorPreference: publishLane) { self.drainPublishes(spool) } }
+        }
+    }
+
+    /// Hands a loading share's content reservation over; returns each copy's original once the batch it joined is
+    /// committed, or throws the batch's failure.
+    func reserve(_ reservation: ContentReservation, spool: Spool) async throws -> [DuplicateOrigin?] {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = queues.withLock { queues in
+                queues.reservations.append(PendingReservation(reservation: reservation, continuation: continuation))
+                defer { queues.reserving = true }
+                return !queues.reserving
+            }
+            if start { Task(executorPreference: reserveLane) { self.drainReservations(spool) } }
         }
     }
 
@@ -242,6 +266,39 @@ final class LifecycleExecutor: Sendable {
                 queues.withLock { queues in if queues.completionFailure == nil { queues.completionFailure = error } }
             }
             context.releaseAll()
+            lastBatchEnded = System.monotonicNanoseconds()
+        }
+    }
+
+    private func drainReservations(_ spool: Spool) {
+        var lastBatchEnded: UInt64 = 0
+        while true {
+            // The publish lane's rule: a short wait for company in a steady flow only, never for a lone share.
+            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow,
+                queues.withLock({ $0.reservations.count }) < Self.maxShares / 4
+            {
+                System.pause(microseconds: Self.gatherMicroseconds)
+            }
+            let batch: [PendingReservation] = queues.withLock { queues in
+                let taken = Array(queues.reservations.prefix(Self.maxShares))
+                queues.reservations.removeFirst(taken.count)
+                if taken.isEmpty { queues.reserving = false }
+                return taken
+            }
+            if batch.isEmpty { return }
+            var run = ShareLifecycle.reserve(batch.map(\.reservation))
+            let outcome = execute(&run, spool: spool, context: RunContext(sources: [:]))
+            for (index, pending) in batch.enumerated() {
+                switch outcome {
+                case .reserved(let origins):
+                    pending.continuation.resume(returning: origins[index])
+                case .finished(let failed):
+                    pending.continuation.resume(throwing: failed[pending.reservation.shareID]
+                        ?? ShareError(.io, "the reservation was not made"))
+                case .claimed:
+                    pending.continuation.resume(throwing: ShareError(.io, "a reservation cannot claim"))
+                }
+            }
             lastBatchEnded = System.monotonicNanoseconds()
         }
     }

@@ -32,8 +32,8 @@ struct ShareLifecycle: Sendable {
         case purge
         /// What recovery does to one share found dead in a stage, or recorded where it is not.
         case recover
-        /// A loading share's copies looked up by content and reserved in one step (`--duplicates flag|reject`):
-        /// no state changes; the answer names each copy's original, if it has one.
+        /// Loading shares' copies looked up by content and reserved in one step (`--duplicates flag|reject`), a batch
+        /// of shares at once: no state changes; the answer names each copy's original, if it has one.
         case reserve
     }
 
@@ -67,8 +67,8 @@ struct ShareLifecycle: Sendable {
         case sourcesDone([String])
         /// Every source record still staged is dealt with (the end of the inbox's recovery).
         case allSourcesDone
-        /// The copies' contents looked up against the originals and reserved for this share.
-        case reserved(ContentReservation)
+        /// The copies' contents looked up against the originals and reserved, share after share in this order.
+        case reserved([ContentReservation])
         /// The reservations of shares that were never staged are forgotten (recovery removed their staging).
         case contentsReleased([String])
 
@@ -179,8 +179,8 @@ struct ShareLifecycle: Sendable {
         /// A claim recorded: the attempts each share had made (shares missing were in a state a claim does not
         /// start from).
         case claimed(attempts: [String: Int])
-        /// Contents reserved: each copy's original, in the reservation's order (nil: the copy is an original).
-        case reserved([DuplicateOrigin?])
+        /// Contents reserved: per reservation, in the run's order, each copy's original (nil: the copy is an original).
+        case reserved([[DuplicateOrigin?]])
         /// The action failed as a whole.
         case failed(ShareError)
     }
@@ -191,8 +191,8 @@ struct ShareLifecycle: Sendable {
         case finished(failed: [String: ShareError])
         /// Claimed shares, with the attempts each had already made.
         case claimed([String: Int])
-        /// Each reserved copy's original (nil: it is one).
-        case reserved([DuplicateOrigin?])
+        /// Per reservation, in the run's order, each reserved copy's original (nil: it is one).
+        case reserved([[DuplicateOrigin?]])
     }
 
     /// What the executor does next.
@@ -239,7 +239,7 @@ struct ShareLifecycle: Sendable {
     private var onFailure: Compensation
     private var attempts: [String: Int] = [:]
     /// What a reservation answered.
-    private var origins: [DuplicateOrigin?] = []
+    private var origins: [[DuplicateOrigin?]] = []
     /// A publish run's staged records.
     private var records: [StagedRecord] = []
 
@@ -287,14 +287,16 @@ struct ShareLifecycle: Sendable {
             onFailure: .tolerate)
     }
 
-    /// A share its loader could not attempt: its staging removed; it never had a row.
-    /// Reserve: the copies' contents looked up and reserved in one ledger transaction, so that of two shares with
-    /// one content loaded at once (by two daemons), one is the original.
-    static func reserve(_ reservation: ContentReservation) -> ShareLifecycle {
+    /// Reserve (batched): the copies' contents of every share of the batch looked up and reserved in one ledger
+    /// transaction, share after share in the batch's order, so that of two shares with one content loaded at once
+    /// (in one batch, or by two daemons), one is the original. A failure fails every share of the batch.
+    static func reserve(_ reservations: [ContentReservation]) -> ShareLifecycle {
         ShareLifecycle(
-            .reserve, shares: [reservation.shareID], actions: [.record(.reserved(reservation))], onFailure: .abort)
+            .reserve, shares: reservations.map(\.shareID), actions: [.record(.reserved(reservations))],
+            onFailure: .abort)
     }
 
+    /// A share its loader could not attempt: its staging removed; it never had a row.
     static func discard(_ shareID: String) -> ShareLifecycle {
         ShareLifecycle(.discard, shares: [shareID], actions: [.remove([shareID], from: .staging)], onFailure: .tolerate)
     }

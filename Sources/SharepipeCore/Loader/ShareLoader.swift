@@ -355,7 +355,7 @@ public struct ShareLoader: Sendable {
     /// ledger in one step, so that of two shares with one content, loaded at once by two daemons, one is the
     /// original. A flagged copy names its original; a rejected one is removed and fails with `ERR_DUPLICATE`. The
     /// ledger failing fails the share (its sources stay for a later try).
-    private func checkDuplicates(shareID: String, createdAt: Int64, records: inout [AttachmentRecord]) throws {
+    private func checkDuplicates(shareID: String, createdAt: Int64, records: inout [AttachmentRecord]) async throws {
         guard configuration.duplicates != .accept else { return }
         // An all-or-nothing share that already lost an attachment is rolled back whatever the check would say.
         if configuration.policy == .allOrNothing && records.contains(where: { $0.status != .copied }) { return }
@@ -365,7 +365,7 @@ public struct ShareLoader: Sendable {
         }
         guard !claims.isEmpty else { return }
         let now = LedgerClock.now()
-        let origins = try spool.reserveContents(ContentReservation(
+        let origins = try await spool.reserveContents(ContentReservation(
             shareID: shareID, createdAt: createdAt, claims: claims, policy: configuration.duplicates,
             allOrNothing: configuration.policy == .allOrNothing,
             windowStart: now - configuration.duplicateWindow.milliseconds,
@@ -393,7 +393,7 @@ public struct ShareLoader: Sendable {
         let created = Date()
         let createdAt = created.rfc3339
         do {
-            try checkDuplicates(
+            try await checkDuplicates(
                 shareID: shareID, createdAt: Int64((created.timeIntervalSince1970 * 1000).rounded(.down)),
                 records: &records)
         } catch {

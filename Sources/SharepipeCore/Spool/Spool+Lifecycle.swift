@@ -63,15 +63,10 @@ extension Spool {
         executor.execute(&run, spool: self, context: .init(sources: [:]))
     }
 
-    /// Looks up the contents of a loading share's copies and reserves them (the duplicate check); each copy's
-    /// original, in the reservation's order.
-    func reserveContents(_ reservation: ContentReservation) throws -> [DuplicateOrigin?] {
-        var run = ShareLifecycle.reserve(reservation)
-        switch executor.execute(&run, spool: self, context: .init(sources: [:])) {
-        case .reserved(let origins): return origins
-        case .finished(let failed): throw failed.values.first ?? ShareError(.io, "the reservation was not made")
-        case .claimed: throw ShareError(.io, "a reservation cannot claim")
-        }
+    /// Looks up the contents of a loading share's copies and reserves them (the duplicate check) in the executor's
+    /// next reserve batch; each copy's original, in the reservation's order.
+    func reserveContents(_ reservation: ContentReservation) async throws -> [DuplicateOrigin?] {
+        try await executor.reserve(reservation, spool: self)
     }
 
     /// The inbox found and removed the sources of published shares (a crash came between publish and removal).
@@ -214,8 +209,8 @@ extension Spool {
             violations = try ledger.recordPublished([], sourcesDone: ids)
         case .allSourcesDone:
             try ledger.markAllSourcesDone(spool: id)
-        case .reserved(let reservation):
-            return .reserved(try ledger.reserveContents(reservation))
+        case .reserved(let reservations):
+            return .reserved(try ledger.reserveContents(reservations))
         case .contentsReleased(let ids):
             try ledger.releaseContents(ofShares: ids)
         }
