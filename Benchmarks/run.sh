@@ -491,7 +491,7 @@ fi
 rounds_rows() { # SETTLE
     local sp=${R[rounds.sharepipe$1]:-} peer target r
     for peer in shell python; do
-        target=$([ "$peer" = shell ] && echo 10 || echo 3)
+        target=$([ "$peer" = shell ] && echo 10 || echo 2)
         r=$(ratio "$sp" "${R[rounds.$peer]:-}")
         row "$ROUND_FILES x$ROUNDS rounds, settle $1, vs $peer (files/s)" "$sp" "${R[rounds.$peer]:-}" "${r}x" \
             ">= ${target}x" "$(meets "$r" "$target" ">=")"
@@ -502,7 +502,7 @@ rounds_rows 250
 gc_share=$(awk -v a="${R[rounds.sharepipe50]:-0}" -v b="${R[rounds.groupcommit]:-0}" \
     'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')
 row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.sharepipe50]:-}" \
-    "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 70%" "$(meets "$gc_share" 70 ">=")"
+    "${R[rounds.groupcommit]:-}" "${gc_share}%" ">= 75%" "$(meets "$gc_share" 75 ">=")"
 dup_ratio=$(ratio "${R[rounds.sharepipe50reject]:-}" "${R[rounds.sharepipe50]:-}")
 row "$ROUND_FILES x$ROUNDS rounds, --duplicates reject vs accept" "${R[rounds.sharepipe50reject]:-}" \
     "${R[rounds.sharepipe50]:-}" "${dup_ratio}x" ">= 0.95x" "$(meets "$dup_ratio" 0.95 ">=")"
