@@ -83,6 +83,28 @@ struct HTTPIngestTests {
         }
     }
 
+    /// A share published over HTTP is processed at once, not when the daemon's consumer next looks at `incoming`
+    /// by itself (every 5 s): the publish wakes it, as an inbox publish does. Measured on the file system's clock:
+    /// the stored file is the copy (a second link, so its mtime is when the body was written), its output folder's
+    /// mtime is when the processor stored it.
+    @Test func aShareUploadedOverHTTPIsProcessedAtOnce() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let daemon = try await sandbox.start()
+            let response = try await curlResponse([
+                "--data-binary", "@" + fixturePath("files/photo.jpg"), "-H", "Content-Type: image/jpeg",
+                "-H", "Content-Disposition: attachment; filename=\"now.jpg\"", daemon.baseURL + "/v1/shares",
+            ])
+            #expect(response.status == 201, "\(response.body)")
+            #expect(try await eventually(.seconds(30)) { sandbox.storedFiles.count == 1 })
+            let stored = try #require(sandbox.storedFiles.keys.first)
+            let group = sandbox.output + "/" + stored.split(separator: "/")[0]
+            let latency = try modificationTime(group).timeIntervalSince(modificationTime(sandbox.output + "/" + stored))
+            #expect(latency < 2, "stored \(latency) s after the body was written")
+            _ = try await daemon.stop()
+        }
+    }
+
     /// The received body is adopted as the share's copy: the digest computed while receiving is the stored file's,
     /// the stored file has a single name, and a fallback to the body's next declared type still finds the bytes.
     @Test func aReceivedBodyIsTheCopyWithItsDigestFromTheReceiveAndFallsBackLikeAnyProvider() async throws {

@@ -78,6 +78,9 @@ package struct Daemon: Sendable {
         var consumerConfiguration = configuration.consumer
         consumerConfiguration.logger = logger
         let consumer = Consumer(spool: spool, processor: processor, configuration: consumerConfiguration)
+        // Every share this process publishes (inbox, HTTP, tus) wakes the consumer, which otherwise looks at
+        // `incoming` only every few seconds.
+        spool.onPublish { consumer.wake() }
         let live = LiveSettings(loader: configuration.loader)
         let threads = (0..<Self.ingestThreads).map { WorkerThread(name: "sp-ingest-\($0)") }
         for thread in threads { thread.start() }
@@ -279,7 +282,6 @@ package struct Daemon: Sendable {
         guard context.queue.begin(candidate.name) else { return }
         let outcome = await ingester(context).ingest(candidate)
         context.queue.end(candidate.name, deferred: outcome.isDeferred, retryAfter: configuration.deferRetry)
-        if case .published = outcome { context.consumer.wake() }
     }
 
     /// Runs the consumer; a spool or ledger failure (a full disk, say) pauses it instead of ending the daemon: after

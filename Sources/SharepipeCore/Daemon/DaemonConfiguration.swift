@@ -22,7 +22,7 @@ package struct DaemonConfiguration: Sendable {
     package var processor = ProcessorChoice.store(output: "processed")
     /// Loader limits, accept list and policy.
     package var loader = LoaderConfiguration()
-    /// Workers, retries, backoff. The ingester wakes the consumer as it publishes, so it only looks at `incoming`
+    /// Workers, retries, backoff. Every publish of the daemon wakes the consumer, so it only looks at `incoming`
     /// by itself every 5 s (for shares published by other processes, such as `sharepipe share`).
     package var consumer: ConsumerConfiguration = {
         var consumer = ConsumerConfiguration()

@@ -222,6 +222,7 @@ final class LifecycleExecutor: Sendable {
             for pending in batch {
                 pending.finish(failed[pending.record.manifest.shareId].map { .failed($0) } ?? .published)
             }
+            if failed.count < batch.count { spool.notifyPublished() }
             lastBatchEnded = System.monotonicNanoseconds()
         }
     }

@@ -31,6 +31,8 @@ public final class Spool: Sendable {
     let barrier: DurabilityBarrier
     /// Processed shares' directories, emptied and kept for the next shares' staging (where `syncfs` is the barrier).
     let recycler: ShareRecycler
+    /// Told after each publish batch of this process that published a share, whoever loaded it (inbox, HTTP, tus).
+    private let publishObservers = Mutex<[@Sendable () -> Void]>([])
 
     /// Stage directories.
     package enum Stage: String, Sendable, CaseIterable {
@@ -187,6 +189,17 @@ public final class Spool: Sendable {
     /// Writes `staging/S/manifest.json`, into an empty spare renamed to that name when the share has one. Not fsynced
     /// and no temporary name: nothing reads `staging`, the publisher's barrier makes it durable, and the whole
     /// directory becomes visible at once by the rename into `incoming`.
+    /// Calls `observer` after each publish batch of this process that published a share (the daemon wakes its
+    /// consumer: a share is processed as soon as it is published, whichever producer loaded it).
+    package func onPublish(_ observer: @escaping @Sendable () -> Void) {
+        publishObservers.withLock { $0.append(observer) }
+    }
+
+    /// Tells the observers that shares were just published.
+    func notifyPublished() {
+        for observer in publishObservers.withLock({ $0 }) { observer() }
+    }
+
     func writeManifest(_ manifest: Manifest, spares: StagingSpares? = nil) throws {
         let name = manifest.shareId + "/manifest.json"
         let bytes = try manifest.encoded()
