@@ -184,19 +184,22 @@ final class LifecycleExecutor: Sendable {
         }
     }
 
+    /// Every lane's rule before it takes a batch: in a steady flow (the last batch ended a moment ago) and with fewer
+    /// than `enough` queued, a short wait lets the batch fill; a lone share, with nothing done for a while, never
+    /// waits.
+    private static func gather(after lastBatchEnded: UInt64, queued: Int, enough: Int) {
+        if System.monotonicNanoseconds() - lastBatchEnded < busyWindow, queued < enough {
+            System.pause(microseconds: gatherMicroseconds)
+        }
+    }
+
     private func drainPublishes(_ spool: Spool) {
         var lastBatchEnded: UInt64 = 0
         while true {
             holding.lock()
             while held { holding.wait() }
             holding.unlock()
-            // In a steady flow (the last batch ended a moment ago) a short wait lets the next batch fill; a lone
-            // share, with nothing published for a while, never waits.
-            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow,
-                queuedPublishes < Self.maxShares / 4
-            {
-                System.pause(microseconds: Self.gatherMicroseconds)
-            }
+            Self.gather(after: lastBatchEnded, queued: queuedPublishes, enough: Self.maxShares / 4)
             let batch: [PendingPublish] = queues.withLock { queues in
                 var taken: [PendingPublish] = []
                 var bytes: Int64 = 0
@@ -230,11 +233,8 @@ final class LifecycleExecutor: Sendable {
     private func drainCompletions(_ spool: Spool) {
         var lastBatchEnded: UInt64 = 0
         while true {
-            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow,
-                queues.withLock({ $0.completions.count }) < maxCompletions / 4
-            {
-                System.pause(microseconds: Self.gatherMicroseconds)
-            }
+            Self.gather(
+                after: lastBatchEnded, queued: queues.withLock { $0.completions.count }, enough: maxCompletions / 4)
             let (batch, waiters): ([PendingCompletion], [CheckedContinuation<Void, Never>]) = queues.withLock {
                 queues in
                 let count = min(queues.completions.count, maxCompletions)
@@ -274,12 +274,8 @@ final class LifecycleExecutor: Sendable {
     private func drainReservations(_ spool: Spool) {
         var lastBatchEnded: UInt64 = 0
         while true {
-            // The publish lane's rule: a short wait for company in a steady flow only, never for a lone share.
-            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow,
-                queues.withLock({ $0.reservations.count }) < Self.maxShares / 4
-            {
-                System.pause(microseconds: Self.gatherMicroseconds)
-            }
+            Self.gather(
+                after: lastBatchEnded, queued: queues.withLock { $0.reservations.count }, enough: Self.maxShares / 4)
             let batch: [PendingReservation] = queues.withLock { queues in
                 let taken = Array(queues.reservations.prefix(Self.maxShares))
                 queues.reservations.removeFirst(taken.count)

@@ -100,7 +100,7 @@ struct CopyEngine: Sendable {
             // Announcing is for display only: a file system without user extended attributes is not an error.
             if announced { try? output.setAttribute(Self.expectedSizeAttribute, sizeHint) }
             let result = try stream(from: input, to: output, sizeHint: sizeHint, inFlight: inFlight)
-            if spareLength > result.bytes { try output.truncate(to: result.bytes) }
+            try StagingSpares.cut(output, to: result.bytes, spareLength: spareLength)
             if announced { try? output.removeAttribute(Self.expectedSizeAttribute) }
             return result
         } catch {
@@ -125,7 +125,7 @@ struct CopyEngine: Sendable {
                 written += Int64(chunk.count)
                 progress?(written)
             }
-            if spareLength > written { try output.truncate(to: written) }
+            try StagingSpares.cut(output, to: written, spareLength: spareLength)
             return Result(bytes: written, sha256: hasher.finalize(), head: Array(bytes.prefix(Sniffer.sniffLength)))
         } catch {
             try? System.unlink(destination.path)

@@ -46,15 +46,15 @@ public struct ShareLoader: Sendable {
         // The staging directory is locked (flock on the directory) for as long as this share is worked on, until it
         // is published, so a recovery started by another process can tell it from a dead one.
         let stagingLock: DirectoryLock
-        var spareNames: [StagingSpares.Spare] = []
+        var spareFiles: [StagingSpares.Spare] = []
         do {
-            stagingLock = try makeLockedStaging(shareID, spares: &spareNames)
+            stagingLock = try makeLockedStaging(shareID, spares: &spareFiles)
         } catch {
             return refused(.failed, error as? ShareError ?? ShareError(.io, "\(error)"))
         }
 
         let shareState = CopyEngine.ShareState()
-        let spares = StagingSpares(shareID: shareID, spares: spareNames, staging: spool.directories.staging)
+        let spares = StagingSpares(shareID: shareID, spares: spareFiles, staging: spool.directories.staging)
         let records = await withTaskCancellationHandler {
             await loadAttachments(providers, shareID: shareID, spares: spares, shareState: shareState)
         } onCancel: {

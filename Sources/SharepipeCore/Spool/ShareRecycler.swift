@@ -225,6 +225,12 @@ final class StagingSpares: Sendable {
         }
     }
 
+    /// Cuts a file written over a spare of `spareLength` bytes to the `written` bytes it now holds: the spare's zeros
+    /// past them go. Nothing to do for a new file, or one that filled its spare.
+    static func cut(_ file: borrowing FileDescriptor, to written: Int64, spareLength: Int64) throws {
+        if spareLength > written { try file.truncate(to: written) }
+    }
+
     /// Removes the spares no file took, before the share is published: a consumer finds only its copies and
     /// manifest.
     func removeUnused() throws {

@@ -206,8 +206,7 @@ public final class Spool: Sendable {
         if let spareLength = spares?.use(as: "manifest.json") {
             let file = try directories.staging.openExisting(name)
             try file.writeAll(bytes)
-            // The spare's zeros past the manifest's end go.
-            if spareLength > Int64(bytes.count) { try file.truncate(to: Int64(bytes.count)) }
+            try StagingSpares.cut(file, to: Int64(bytes.count), spareLength: spareLength)
         } else {
             try directories.staging.create(name).writeAll(bytes)
         }
