@@ -127,7 +127,11 @@ enum System {
                 if Glibc.errno != 0 { throw error("readdir", errno: Glibc.errno) }
                 break
             }
-            let raw = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix(while: { $0 != 0 })) }
+            // The name up to its NUL only: a record is `d_reclen` bytes, often less than `struct dirent`, so copying
+            // the whole `d_name` array could read past the end of readdir's buffer (a crash when that ends a page).
+            let namePointer = UnsafeRawPointer(entry).advanced(by: MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                .assumingMemoryBound(to: CChar.self)
+            let raw = Array(UnsafeRawBufferPointer(start: namePointer, count: strlen(namePointer)))
             guard let name = String(validating: raw, as: UTF8.self) else {
                 invalid.append(raw)
                 continue
