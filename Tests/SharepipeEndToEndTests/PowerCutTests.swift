@@ -12,7 +12,8 @@ import Testing
 /// (the server killed, unsynced data gone), the file system served again from what reached its disk, and the
 /// daemon restarted until the inbox is drained. Then every dropped file is in the output exactly once, byte for
 /// byte (SHA-256), nothing in the output is empty or a store temporary, and the inbox and every stage are empty.
-/// Each layout runs two random-moment rounds and one round per crash point (13 × 300 drops, about 45 s on 2 cores:
+/// The file system comes back on another device number, as after a reboot or a remount: a device number is no
+/// file's identity (it lost a drop's published source and ingested it twice when it was one). Each layout runs two random-moment rounds and one round per crash point (13 × 300 drops, about 45 s on 2 cores:
 /// the size `.ci/run` runs); `SHAREPIPE_TEST_POWERCUT_ROUNDS=10` runs ten random-moment rounds per layout instead
 /// (the acceptance run); `SHAREPIPE_TEST_POWERCUT_LAYOUTS=all,state` runs only those layouts.
 @Suite(
@@ -77,8 +78,7 @@ struct PowerCutTests {
                         daemon + ["--oneshot"], environment: ["SHAREPIPE_CRASH_AFTER": step])
                     #expect(killed.status == 128 + SIGKILL, "the crash hook for \(step) did not fire: \(killed.stderr)")
                 }
-                try fileSystem.powerCut()
-                try fileSystem.mount()
+                try powerCut(fileSystem, dir: dir)
                 let restarted = try await runSharepipeAsync(daemon + ["--oneshot"])
                 #expect(restarted.status == 0, "\(restarted.stderr)")
                 let label = "layout \(layout.rawValue), round \(round) (\(kill))"
@@ -132,6 +132,34 @@ struct PowerCutTests {
                 #expect(intact, "\(name): \(read.count) bytes after the power cut, \(bytes.count) written")
             }
         }
+    }
+
+    /// The power cut, and the file system served again on another device number than before: mounts of their own
+    /// first take the number the dead mount frees (the kernel hands out the lowest free anonymous device, and a
+    /// detached mount releases its number a moment later), and are unmounted once it is back.
+    func powerCut(_ fileSystem: FuseMount, dir: String) throws {
+        let before = try deviceNumber(of: fileSystem.mountpoint)
+        try fileSystem.powerCut()
+        var placeholders: [FuseMount] = []
+        defer { placeholders.forEach { $0.unmount() } }
+        for index in 0..<20 {
+            let backing = dir + "/placeholder-backing-\(index)"
+            try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
+            let placeholder = try FuseMount.powerCut(backing: backing, at: dir + "/placeholder-\(index)")
+            try placeholder.mount()
+            placeholders.append(placeholder)
+            if try deviceNumber(of: placeholder.mountpoint) == before { break }
+            usleep(50_000)  // the detached mount may not have released its number yet
+        }
+        try fileSystem.mount()
+        let after = try deviceNumber(of: fileSystem.mountpoint)
+        #expect(after != before, "the file system came back on its old device number \(before)")
+    }
+
+    func deviceNumber(of path: String) throws -> dev_t {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { throw SupportError("cannot stat \(path): errno \(errno)") }
+        return status.st_dev
     }
 
     /// Runs `body` with a temporary directory `dir` and powercutfs mounted at `dir/mnt` over `dir/backing`,

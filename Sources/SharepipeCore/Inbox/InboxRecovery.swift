@@ -10,8 +10,10 @@ struct InboxRecovery: Sendable {
     ///
     /// Consults only the source records still staged. A file in `inbox` (walked without following symlinks,
     /// skipping hidden names) is unlinked only when its share was published — it is in `incoming`, `processing` or
-    /// `quarantine`, or recorded past publishing — and its device, inode, size and modification time match the
-    /// record and its SHA-256 equals the recorded one. Directories emptied this way are removed. Then every
+    /// `quarantine`, or recorded past publishing — and its inode, size and modification time match the record and
+    /// its SHA-256 equals the recorded one. The device number is not compared: it is not a file's identity across
+    /// a restart (a FUSE or NFS file system mounted again gets the next free anonymous device, a disk may be
+    /// enumerated differently after a reboot) nor across hosts sharing an inbox. Directories emptied this way are removed. Then every
     /// staged record is marked done, so identities are never a permanent "seen" set. Returns the removed paths,
     /// relative to `inbox`. Call after `Spool.recover()` and before the inbox is scanned.
     func recover(_ inbox: String) throws -> [String] {
@@ -24,7 +26,7 @@ struct InboxRecovery: Sendable {
             publishedCache[shareID] = published
             guard published else { continue }
             if identity.isFolder {
-                wanted.folders.insert(FolderKey(device: identity.device, inode: identity.inode))
+                wanted.folders.insert(FolderKey(inode: identity.inode))
             } else {
                 wanted.files[InboxKey(identity), default: []].append(identity.sha256)
             }
@@ -46,28 +48,27 @@ struct InboxRecovery: Sendable {
     }
 
     private struct FolderKey: Hashable {
-        var device: UInt64, inode: UInt64
+        var inode: UInt64
     }
 
     private struct InboxKey: Hashable {
-        var device: UInt64, inode: UInt64, size: Int64, modificationTime: Int64
+        var inode: UInt64, size: Int64, modificationTime: Int64
 
         init(_ identity: SourceIdentity) {
-            (device, inode, size, modificationTime) =
-                (identity.device, identity.inode, identity.size, identity.modificationTime)
+            (inode, size, modificationTime) = (identity.inode, identity.size, identity.modificationTime)
         }
 
         init(_ status: FileStatus) {
-            (device, inode, size, modificationTime) =
-                (status.device, status.inode, status.size, status.modificationTime)
+            (inode, size, modificationTime) = (status.inode, status.size, status.modificationTime)
         }
     }
 
     /// The published share an inbox file was already copied into, when its publisher died between publishing and
-    /// unlinking it (and another daemon, or this one restarted, now holds its lock): same device, inode, size and
-    /// modification time as a source record still staged, same SHA-256, and the share published.
+    /// unlinking it (and another daemon, or this one restarted, now holds its lock): same inode, size and
+    /// modification time as a source record still staged, same SHA-256, and the share published (the device is
+    /// not compared, as in `recover`).
     func publishedShare(of source: InboxSource) throws -> String? {
-        let records = try spool.ledger.stagedSources(device: source.status.device, inode: source.status.inode).filter {
+        let records = try spool.ledger.stagedSources(inode: source.status.inode).filter {
             $0.identity.size == source.status.size && $0.identity.modificationTime == source.status.modificationTime
         }
         guard !records.isEmpty else { return nil }
@@ -93,7 +94,7 @@ struct InboxRecovery: Sendable {
             if status.kind == .directory, depth < 32,
                 try removeMatches(
                     in: path, relative: relativePath, wanted: wanted, depth: depth + 1, removed: &removed,
-                    identity: FolderKey(device: status.device, inode: status.inode))
+                    identity: FolderKey(inode: status.inode))
             {
                 try System.removeDirectory(path)
                 removedHere += 1

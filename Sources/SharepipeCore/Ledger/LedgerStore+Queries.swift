@@ -10,11 +10,10 @@ extension LedgerStore {
         try stagedSources(where: "", [])
     }
 
-    /// The staged source records of one file (device and inode): a daemon that takes a file another one published
-    /// and died before unlinking finds it here.
-    func stagedSources(device: UInt64, inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
-        let file: [SQLValue] = [.integer(Int64(bitPattern: device)), .integer(Int64(bitPattern: inode))]
-        return try stagedSources(where: " AND device = ? AND inode = ?", file)
+    /// The staged source records of one inode number (on any device: device numbers change when a file system is
+    /// mounted again): a daemon that takes a file another one published and died before unlinking finds it here.
+    func stagedSources(inode: UInt64) throws -> [(shareID: String, identity: SourceIdentity)] {
+        try stagedSources(where: " AND inode = ?", [.integer(Int64(bitPattern: inode))])
     }
 
     private func stagedSources(where condition: String, _ parameters: [SQLValue]) throws

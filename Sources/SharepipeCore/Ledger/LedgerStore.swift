@@ -89,6 +89,9 @@ final class LedgerStore: Sendable {
             // v8: the state directory a share was staged in (its `spool-id`), so that the recovery of one state
             // directory never repairs the rows of another's shares on a shared ledger. NULL: rows made before.
             ["ALTER TABLE shares ADD COLUMN spool TEXT"],
+            // v9: inbox files are looked up by inode alone: a device number is not an identity across a restart
+            // (a FUSE or NFS file system mounted again gets another) nor across hosts.
+            ["DROP INDEX sources_file", "CREATE INDEX sources_inode ON sources(inode)"],
         ]
     }
 
