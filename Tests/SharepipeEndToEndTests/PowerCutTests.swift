@@ -134,22 +134,31 @@ struct PowerCutTests {
         }
     }
 
-    /// The power cut, and the file system served again on another device number than before: mounts of their own
-    /// first take the number the dead mount frees (the kernel hands out the lowest free anonymous device, and a
-    /// detached mount releases its number a moment later), and are unmounted once it is back.
+    /// The power cut, and the file system served again on another device number than before, as a reboot or a
+    /// remount may do: the kernel hands out the lowest free anonymous device, so mounts of our own take the free
+    /// numbers below the old one and then the old one itself (a detached mount releases it a moment later: a
+    /// placeholder that lands above it is unmounted and tried again), and are unmounted once the file system is
+    /// back.
     func powerCut(_ fileSystem: FuseMount, dir: String) throws {
         let before = try deviceNumber(of: fileSystem.mountpoint)
         try fileSystem.powerCut()
         var placeholders: [FuseMount] = []
         defer { placeholders.forEach { $0.unmount() } }
-        for index in 0..<20 {
+        let deadline = ContinuousClock.now + .seconds(10)
+        var index = 0
+        while ContinuousClock.now < deadline {
+            index += 1
             let backing = dir + "/placeholder-backing-\(index)"
             try FileManager.default.createDirectory(atPath: backing, withIntermediateDirectories: true)
             let placeholder = try FuseMount.powerCut(backing: backing, at: dir + "/placeholder-\(index)")
             try placeholder.mount()
-            placeholders.append(placeholder)
-            if try deviceNumber(of: placeholder.mountpoint) == before { break }
-            usleep(50_000)  // the detached mount may not have released its number yet
+            let device = try deviceNumber(of: placeholder.mountpoint)
+            if device <= before { placeholders.append(placeholder) }
+            if device == before { break }
+            if device > before {
+                placeholder.unmount()
+                usleep(20_000)
+            }
         }
         try fileSystem.mount()
         let after = try deviceNumber(of: fileSystem.mountpoint)
