@@ -202,9 +202,10 @@ public final class LifecycleHarness: Sendable {
     /// spawning holds a copy of every descriptor until its exec closes them. Recovery leaves a share it finds
     /// locked alone, so it runs again, for a second at most, while it finds one; the reports add up.
     private func recoverAfterCrash() throws -> RecoveryReport {
-        var total = RecoveryReport()
+        var total = try spool.recover()
         let deadline = ContinuousClock.now + .seconds(1)
-        while true {
+        while total.liveClaims > 0, ContinuousClock.now < deadline {
+            usleep(5_000)
             let report = try spool.recover()
             total.stagingRemoved += report.stagingRemoved
             total.returnedToIncoming += report.returnedToIncoming
@@ -212,9 +213,8 @@ public final class LifecycleHarness: Sendable {
             total.rolledForward += report.rolledForward
             total.repaired += report.repaired
             total.liveClaims = report.liveClaims
-            guard report.liveClaims > 0, ContinuousClock.now < deadline else { return total }
-            usleep(5_000)
         }
+        return total
     }
 
     /// Takes each share through the real claim, process and record steps up to the crash point, then lets go of
