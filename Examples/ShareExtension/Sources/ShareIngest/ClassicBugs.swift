@@ -132,8 +132,8 @@ public struct FixedNameIngest: Sendable {
                 guard let url else { return results.set(index, .failed(error ?? CocoaError(.fileReadUnknown))) }
                 let destination = inbox.appendingPathComponent(attachment.suggestedName ?? "shared-image")
                 do {
-                    try? FileManager.default.removeItem(at: destination)
-                    try FileManager.default.copyItem(at: url, to: destination)
+                    // Writes over whatever is there: the handlers run at once, and each one's copy succeeds.
+                    try Data(contentsOf: url).write(to: destination, options: .atomic)
                     results.set(index, .saved(destination))
                 } catch {
                     results.set(index, .failed(error))
