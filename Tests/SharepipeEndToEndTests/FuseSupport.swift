@@ -90,6 +90,9 @@ final class SpawnedProcess: @unchecked Sendable {
 
     func signal(_ number: Int32) { kill(pid, number) }
 
+    /// The exit status once the process has ended (-1: it was reaped elsewhere), nil while it runs.
+    var endStatus: Int32? { isRunning ? nil : lock.withLock { exitStatus } }
+
     deinit {
         if isRunning {
             kill(pid, SIGKILL)
@@ -154,18 +157,29 @@ final class FuseMount: @unchecked Sendable {
         return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first == Substring(mountpoint) }
     }
 
-    /// Starts the server and returns once the file system is mounted (ten seconds at most).
+    /// Starts the server and returns once the file system is mounted (ten seconds a try, three tries: a server that
+    /// died or never mounted is killed, its mount detached, and started again; each try's end is in the error).
     func mount() throws {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let process = try SpawnedProcess(command, output: log)
-        self.process = process
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !isMounted {
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                throw SupportError("\(command[0]) did not mount \(mountpoint): \(serverLog)")
+        var tries: [String] = []
+        for _ in 0..<3 {
+            let process = try SpawnedProcess(command, output: log)
+            self.process = process
+            let deadline = ContinuousClock.now + .seconds(10)
+            // An exit status of -1: the child was reaped elsewhere in this process; only the mount table tells.
+            while !isMounted, ContinuousClock.now < deadline, (process.endStatus ?? -1) == -1 {
+                usleep(10_000)
             }
-            usleep(10_000)
+            if isMounted { return }
+            tries.append(process.endStatus.map { "exited with status \($0)" } ?? "not mounted after 10 s")
+            tries.append("log: \(serverLog)")
+            process.signal(SIGKILL)
+            process.wait()
+            self.process = nil
+            try detach()
+            usleep(100_000)
         }
+        throw SupportError("\(command[0]) did not mount \(mountpoint): \(tries.joined(separator: "; "))")
     }
 
     /// What the server wrote.
