@@ -13,9 +13,9 @@ struct InboxRecovery: Sendable {
     /// `quarantine`, or recorded past publishing — and its inode, size and modification time match the record and
     /// its SHA-256 equals the recorded one. The device number is not compared: it is not a file's identity across
     /// a restart (a FUSE or NFS file system mounted again gets the next free anonymous device, a disk may be
-    /// enumerated differently after a reboot) nor across hosts sharing an inbox. Directories emptied this way are removed. Then every
-    /// staged record is marked done, so identities are never a permanent "seen" set. Returns the removed paths,
-    /// relative to `inbox`. Call after `Spool.recover()` and before the inbox is scanned.
+    /// enumerated differently after a reboot) nor across hosts sharing an inbox. Directories emptied this way are
+    /// removed. Then every staged record is marked done, so identities are never a permanent "seen" set. Returns
+    /// the removed paths, relative to `inbox`. Call after `Spool.recover()` and before the inbox is scanned.
     func recover(_ inbox: String) throws -> [String] {
         let records = try spool.ledger.stagedSources()
         guard !records.isEmpty else { return [] }
