@@ -13,8 +13,9 @@ import Testing
 /// daemon restarted until the inbox is drained. Then every dropped file is in the output exactly once, byte for
 /// byte (SHA-256), nothing in the output is empty or a store temporary, and the inbox and every stage are empty.
 /// The file system comes back on another device number, as after a reboot or a remount: a device number is no
-/// file's identity (it lost a drop's published source and ingested it twice when it was one). Each layout runs two random-moment rounds and one round per crash point (13 × 300 drops, about 45 s on 2 cores:
-/// the size `.ci/run` runs); `SHAREPIPE_TEST_POWERCUT_ROUNDS=10` runs ten random-moment rounds per layout instead
+/// file's identity (it lost a drop's published source and ingested it twice when it was one). Each layout runs two
+/// random-moment rounds and one round per crash point (13 × 300 drops, about 45 s on 2 cores: the size `.ci/run`
+/// runs); `SHAREPIPE_TEST_POWERCUT_ROUNDS=10` runs ten random-moment rounds per layout instead
 /// (the acceptance run); `SHAREPIPE_TEST_POWERCUT_LAYOUTS=all,state` runs only those layouts.
 @Suite(
     .serialized, .enabled(if: FuseEnvironment.enabled(FuseEnvironment.powerCutTools), "FUSE or gcc is missing"),
