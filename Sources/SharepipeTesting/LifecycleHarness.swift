@@ -170,7 +170,8 @@ public final class LifecycleHarness: Sendable {
             try await crash(shareIDs, at: crashPoint, recording: recording)
             // Before `.beforeProcess` the processor never ran, so there is nothing a replay could repeat.
             if crashPoint != .beforeProcess { before = try effects() }
-            let report = try recoverAfterCrash()
+            // The restarted process; a dropped claim's lock may outlive it for an instant.
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             recovery = report
             let expected = crashPoint == .afterRecordBeforeDelete
                 ? report.completed : report.returnedToIncoming
@@ -195,26 +196,6 @@ public final class LifecycleHarness: Sendable {
             }
         }
         return LifecycleRun(crashPoint: crashPoint, recovery: recovery, summary: summary, deliveries: deliveries)
-    }
-
-    /// Recovery as the restarted process runs it. A crashed claim's lock can outlive its release for an instant: a
-    /// `flock` lock belongs to the open file, and a child process that another thread of the test process is
-    /// spawning holds a copy of every descriptor until its exec closes them. Recovery leaves a share it finds
-    /// locked alone, so it runs again, for a second at most, while it finds one; the reports add up.
-    private func recoverAfterCrash() throws -> RecoveryReport {
-        var total = try spool.recover()
-        let deadline = ContinuousClock.now + .seconds(1)
-        while total.liveClaims > 0, ContinuousClock.now < deadline {
-            usleep(5_000)
-            let report = try spool.recover()
-            total.stagingRemoved += report.stagingRemoved
-            total.returnedToIncoming += report.returnedToIncoming
-            total.completed += report.completed
-            total.rolledForward += report.rolledForward
-            total.repaired += report.repaired
-            total.liveClaims = report.liveClaims
-        }
-        return total
     }
 
     /// Takes each share through the real claim, process and record steps up to the crash point, then lets go of

@@ -119,7 +119,7 @@ import Testing
                 try await processor.process(share)
                 _ = consume claim  // kill -9 here: stored, not recorded.
             }
-            let recovered = try spool.recover()
+            let recovered = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(recovered.returnedToIncoming == 1, "\(recovered)")
             _ = try await Consumer(spool: spool, processor: processor, configuration: fastConfiguration()).drain()
             #expect(try contents(dir + "/out/text") == ["report.txt": "stored once\n", "report (1).txt": "and this\n"])

@@ -53,7 +53,7 @@ import Testing
             // Crash during publish step 1 of another share: a directory without manifest or ledger row.
             try System.makeDirectory(spool.path(.staging, UUID().uuidString))
 
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.stagingRemoved == 2)
             #expect(try entries(spool, .staging).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
@@ -75,7 +75,7 @@ import Testing
             #expect(report.stagingRemoved == 0)
             #expect(try entries(spool, .staging) == [shareID])
             loader.close()
-            #expect(try spool.recover().stagingRemoved == 1)
+            #expect(try spool.recover(retryingLockedFor: .seconds(1)).stagingRemoved == 1)
             #expect(try entries(spool, .staging).isEmpty)
         }
     }
@@ -106,7 +106,7 @@ import Testing
             // The consumer already processed one of them: still recognised as published.
             try spool.ledger.repair(shareID: changedShare, to: .processed)
 
-            _ = try spool.recover()
+            _ = try spool.recover(retryingLockedFor: .seconds(1))
             let removed = try InboxRecovery(spool: spool).recover(inbox)
             #expect(removed.sorted() == ["album/1.txt", "album/2.txt", "single.txt"])
             #expect(try System.listDirectory(inbox).sorted() == ["changed.txt", "unrelated.txt"])
@@ -124,7 +124,7 @@ import Testing
             // Crash while processing (claim recorded): the lock file exists, the dead process's lock is gone.
             do { _ = try mustClaim(spool, ids[1]) }
 
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.returnedToIncoming == 2)
             #expect(try entries(spool, .incoming) == ids.sorted())
             #expect(try entries(spool, .processing).isEmpty)
@@ -201,7 +201,7 @@ import Testing
             // The second crashed half-way through the removal.
             try System.unlink(spool.path(.processing, ids[1]) + "/manifest.json")
 
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.completed == 2)
             #expect(try entries(spool, .processing).isEmpty)
             #expect(try entries(spool, .incoming).isEmpty)
@@ -219,7 +219,7 @@ import Testing
                 _ = try spool.ledger.recordRetry(
                     shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1, notBefore: 0)
             }
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.returnedToIncoming == 1)
             #expect(try entries(spool, .incoming) == [shareID])
             #expect(try spool.ledger.attempts(ofShare: shareID) == 1)
@@ -245,7 +245,7 @@ import Testing
                 _ = try spool.ledger.recordQuarantined(
                     shareID: claim.shareID, code: .processorFailed, durationMilliseconds: 1)
             }
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.returnedToIncoming == 1)
             #expect(report.rolledForward == 1)
             #expect(try entries(spool, .incoming) == [ids[0]])
@@ -263,7 +263,7 @@ import Testing
             let shareID = try #require(try await publishTextShares(spool, ["crashes the processor\n"]).first)
             for _ in 0..<3 {
                 _ = try mustClaim(spool, shareID)
-                _ = try spool.recover()
+                _ = try spool.recover(retryingLockedFor: .seconds(1))
             }
             #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
             let log = CallLog()
@@ -285,7 +285,7 @@ import Testing
                 spool: spool, processor: failing, configuration: fastConfiguration { $0.maxAttempts = 1 }
             ).drain()
             _ = try spool.ledger.recordRequeued(shareID: shareID)
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.rolledForward == 1)
             #expect(try entries(spool, .incoming) == [shareID])
             #expect(try entries(spool, .quarantine).isEmpty)
@@ -297,7 +297,7 @@ import Testing
             let spool = try Spool(root: dir + "/state")
             let shareID = try #require(try await publishTextShares(spool, ["published\n"]).first)
             try spool.store.driver.run("UPDATE shares SET state = 'staged' WHERE id = ?", [.text(shareID)])
-            _ = try spool.recover()
+            _ = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(try spool.ledger.state(ofShare: shareID) == .published)
             #expect(try entries(spool, .incoming) == [shareID])
         }
@@ -322,12 +322,12 @@ import Testing
                 attachments: []), sources: [])
             try first.ledger.recordStaged([staged], spool: first.id)
 
-            _ = try second.recover()
+            _ = try second.recover(retryingLockedFor: .seconds(1))
             #expect(try second.ledger.state(ofShare: published) == .published)
             #expect(try second.ledger.state(ofShare: staged.manifest.shareId) == .staged)
 
             // Its own recovery still repairs a row its directories contradict.
-            _ = try first.recover()
+            _ = try first.recover(retryingLockedFor: .seconds(1))
             #expect(try first.ledger.state(ofShare: published) == .published)
             #expect(try first.ledger.state(ofShare: staged.manifest.shareId) == .rejected)
         }

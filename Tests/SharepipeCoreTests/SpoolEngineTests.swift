@@ -70,7 +70,7 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: dir + "/inbox/note.txt"))
             // A restart: the source's identity is still recorded staged for a published share, so it goes.
             let restarted = try Spool(root: dir + "/state")
-            _ = try restarted.recover()
+            _ = try restarted.recover(retryingLockedFor: .seconds(1))
             #expect(try InboxRecovery(spool: restarted).recover(dir + "/inbox") == ["note.txt"])
             #expect(try copies(restarted) == ["published, unlink failed\n"])
         }
@@ -228,7 +228,7 @@ import Testing
             try spool.ledger.repair(shareID: ids[0], to: .claimed)
             try spool.ledger.repair(shareID: ids[1], to: .quarantined)
             try System.removeTree(spool.path(.incoming, ids[2]))
-            let report = try spool.recover()
+            let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.repaired == 3)
             #expect(try spool.ledger.state(ofShare: ids[0]) == .published)
             #expect(try spool.ledger.state(ofShare: ids[1]) == .published)
@@ -237,7 +237,7 @@ import Testing
             #expect(logged.count == 3)
             #expect(logged.allSatisfy { $0.contains("code=ERR_IO") && $0.contains("transition=recover.reconcile") })
             // Recovery is idempotent: nothing left to repair.
-            #expect(try spool.recover().repaired == 0)
+            #expect(try spool.recover(retryingLockedFor: .seconds(1)).repaired == 0)
         }
     }
 }

@@ -125,7 +125,7 @@ struct LifecycleHarnessTests {
             atPath: spool.path(.incoming, share.shareId), toPath: spool.path(.processing, share.shareId))
         let failure = #expect(throws: HarnessFailure.self) { try harness.expectLedgerAgreesWithDirectories() }
         #expect(failure?.message.contains("processing") == true)
-        _ = try harness.spool.recover()
+        _ = try harness.spool.recover(retryingLockedFor: .seconds(1))
         try harness.expectLedgerAgreesWithDirectories()
     }
 

@@ -23,6 +23,26 @@ public struct RecoveryReport: Sendable, Equatable {
 /// processes run: the daemon runs it at start (before `InboxRecovery` scans the inbox) and then periodically, so
 /// that a dead daemon's staging and claims are finished by the living.
 extension Spool {
+    /// Recovery run again while it finds a share locked, for `patience` at most, the reports added up (the live
+    /// count is the last run's). For a process that simulates its own crash, as tests and `LifecycleHarness` do: a
+    /// dropped claim's `flock` lock belongs to the open file, and a child that another thread is spawning holds a
+    /// copy of every descriptor until its exec closes them, so the lock can outlive its release for an instant.
+    package func recover(retryingLockedFor patience: Duration) throws -> RecoveryReport {
+        var total = try recover()
+        let deadline = ContinuousClock.now + patience
+        while total.liveClaims > 0, ContinuousClock.now < deadline {
+            System.pause(microseconds: 5_000)
+            let report = try recover()
+            total.stagingRemoved += report.stagingRemoved
+            total.returnedToIncoming += report.returnedToIncoming
+            total.completed += report.completed
+            total.rolledForward += report.rolledForward
+            total.repaired += report.repaired
+            total.liveClaims = report.liveClaims
+        }
+        return total
+    }
+
     public func recover() throws -> RecoveryReport {
         var report = RecoveryReport()
         var liveClaims: Set<String> = []
