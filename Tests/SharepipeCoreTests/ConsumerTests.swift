@@ -56,10 +56,16 @@ func currentThreadName() -> String {
     return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
 }
 
-/// Claims a share that must be claimable.
+/// Claims a share that must be claimable. A claim this process dropped a moment ago may still hold its lock for an
+/// instant (a child another thread is spawning has a copy of the descriptor until its exec; see
+/// `Spool.recover(retryingLockedFor:)`), so a refused claim is tried again for a second before it counts as lost.
 func mustClaim(_ spool: Spool, _ shareID: String) throws -> ShareClaim {
-    guard let claim = try spool.claim(shareID) else { throw ShareError(.io, "the claim was lost") }
-    return claim
+    let deadline = ContinuousClock.now + .seconds(1)
+    while true {
+        if let claim = try spool.claim(shareID) { return claim }
+        guard ContinuousClock.now < deadline else { throw ShareError(.io, "the claim was lost") }
+        usleep(5_000)
+    }
 }
 
 func fastConfiguration(_ configure: (inout ConsumerConfiguration) -> Void = { _ in }) -> ConsumerConfiguration {
