@@ -157,27 +157,30 @@ final class FuseMount: @unchecked Sendable {
         return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first == Substring(mountpoint) }
     }
 
-    /// Starts the server and returns once the file system is mounted (ten seconds a try, three tries: a server that
-    /// died or never mounted is killed, its mount detached, and started again; each try's end is in the error).
+    /// Starts the server and returns once the file system is mounted (30 s a try, three tries: a server that died
+    /// or never mounted is killed, its mount detached, and started again; each try's end is in the error). Once in
+    /// CI a server's mount took over 10 s, completed after the server was killed, and left a dead mount that the
+    /// next tries could not mount over; `settle` detaches such a late mount.
     func mount() throws {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         var tries: [String] = []
         for _ in 0..<3 {
             let process = try SpawnedProcess(command, output: log)
             self.process = process
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             // An exit status of -1: the child was reaped elsewhere in this process; only the mount table tells.
             while !isMounted, ContinuousClock.now < deadline, (process.endStatus ?? -1) == -1 {
                 usleep(10_000)
             }
             if isMounted { return }
-            tries.append(process.endStatus.map { "exited with status \($0)" } ?? "not mounted after 10 s")
+            // Where a server that never mounted waits in the kernel (its wchan), for the next time this happens.
+            let waiting = (try? String(contentsOfFile: "/proc/\(process.pid)/wchan", encoding: .utf8)) ?? "?"
+            tries.append(process.endStatus.map { "exited with status \($0)" } ?? "not mounted after 30 s (in \(waiting))")
             tries.append("log: \(serverLog)")
             process.signal(SIGKILL)
             process.wait()
             self.process = nil
-            try detach()
-            usleep(100_000)
+            try settle()
         }
         throw SupportError("\(command[0]) did not mount \(mountpoint): \(tries.joined(separator: "; "))")
     }
@@ -201,6 +204,20 @@ final class FuseMount: @unchecked Sendable {
         process.wait(timeout: .seconds(10))
         self.process = nil
         try? detach()
+    }
+
+    /// Detaches the mount of a server that was killed, including one that completes a moment later: waits (ten
+    /// seconds at most) until the mountpoint is a plain directory again, neither mounted nor a dead mount.
+    private func settle() throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            try detach()
+            var status = stat()
+            if stat(mountpoint, &status) == 0 && !isMounted { usleep(200_000) }
+            if stat(mountpoint, &status) == 0 && !isMounted { return }
+            guard ContinuousClock.now < deadline else { throw SupportError("\(mountpoint) stays mounted") }
+            usleep(50_000)
+        }
     }
 
     private func detach() throws {
