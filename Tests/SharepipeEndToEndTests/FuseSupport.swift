@@ -165,6 +165,8 @@ final class FuseMount: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         var tries: [String] = []
         for _ in 0..<3 {
+            // The log is appended to by every mount at this mountpoint; a try's error quotes only its own lines.
+            let logBefore = serverLog.utf8.count
             let process = try SpawnedProcess(command, output: log)
             self.process = process
             let deadline = ContinuousClock.now + .seconds(30)
@@ -176,7 +178,7 @@ final class FuseMount: @unchecked Sendable {
             // Where a server that never mounted waits in the kernel (its wchan), for the next time this happens.
             let waiting = (try? String(contentsOfFile: "/proc/\(process.pid)/wchan", encoding: .utf8)) ?? "?"
             tries.append(process.endStatus.map { "exited with status \($0)" } ?? "not mounted after 30 s (in \(waiting))")
-            tries.append("log: \(serverLog)")
+            tries.append("log: \(String(decoding: serverLog.utf8.dropFirst(logBefore), as: UTF8.self))")
             process.signal(SIGKILL)
             process.wait()
             self.process = nil
@@ -212,11 +214,10 @@ final class FuseMount: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             try detach()
+            usleep(200_000)  // a mount that completes late is in the table by now
             var status = stat()
-            if stat(mountpoint, &status) == 0 && !isMounted { usleep(200_000) }
-            if stat(mountpoint, &status) == 0 && !isMounted { return }
+            if stat(mountpoint, &status) == 0, !isMounted { return }
             guard ContinuousClock.now < deadline else { throw SupportError("\(mountpoint) stays mounted") }
-            usleep(50_000)
         }
     }
 

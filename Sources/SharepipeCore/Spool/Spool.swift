@@ -186,9 +186,6 @@ public final class Spool: Sendable {
         try Manifest.decode(try System.readFile(path(stage, shareID) + "/manifest.json"))
     }
 
-    /// Writes `staging/S/manifest.json`, into an empty spare renamed to that name when the share has one. Not fsynced
-    /// and no temporary name: nothing reads `staging`, the publisher's barrier makes it durable, and the whole
-    /// directory becomes visible at once by the rename into `incoming`.
     /// Calls `observer` after each publish batch of this process that published a share (the daemon wakes its
     /// consumer: a share is processed as soon as it is published, whichever producer loaded it).
     package func onPublish(_ observer: @escaping @Sendable () -> Void) {
@@ -200,6 +197,9 @@ public final class Spool: Sendable {
         for observer in publishObservers.withLock({ $0 }) { observer() }
     }
 
+    /// Writes `staging/S/manifest.json`, into an empty spare renamed to that name when the share has one. Not fsynced
+    /// and no temporary name: nothing reads `staging`, the publisher's barrier makes it durable, and the whole
+    /// directory becomes visible at once by the rename into `incoming`.
     func writeManifest(_ manifest: Manifest, spares: StagingSpares? = nil) throws {
         let name = manifest.shareId + "/manifest.json"
         let bytes = try manifest.encoded()
