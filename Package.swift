@@ -17,10 +17,12 @@ let package = Package(
         .systemLibrary(name: "CPQ", pkgConfig: nil, providers: [.apt(["libpq-dev"])]),
         // issue 19: HTTP ingest over libmicrohttpd
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev"])]),
+        // issue 33: webhook delivery over libcurl
+        .systemLibrary(name: "CCurl", pkgConfig: nil, providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CSharepipeShims"),
         .target(
             name: "SharepipeCore",
-            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims", "CMicroHTTPD"]
+            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims", "CMicroHTTPD", "CCurl"]
         ),
         .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
         // --- issue 20: the extension kit and its tests ---

@@ -81,6 +81,9 @@ package struct Daemon: Sendable {
         // Every share this process publishes (inbox, HTTP, tus) wakes the consumer, which otherwise looks at
         // `incoming` only every few seconds.
         spool.onPublish { consumer.wake() }
+        // issue 33: the outbox's delivery lanes, and the other daemons' wake-ups on PostgreSQL.
+        let notifications = startNotifications(spool: spool, consumer: consumer)
+        defer { notifications.stop(deadline: configuration.shutdownDeadline) }
         let live = LiveSettings(loader: configuration.loader)
         let threads = (0..<Self.ingestThreads).map { WorkerThread(name: "sp-ingest-\($0)") }
         for thread in threads { thread.start() }
@@ -89,7 +92,9 @@ package struct Daemon: Sendable {
             spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,
             queue: IngestQueue(), threads: threads)
         if configuration.oneshot {
-            return try await runOnce(context)
+            let status = try await runOnce(context)
+            notifications.deliverDue()
+            return status
         }
         // issue 19: HTTP ingest; listeners are bound now, so a bad --listen fails the start.
         var server: HTTPServer?

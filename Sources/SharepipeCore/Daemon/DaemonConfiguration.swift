@@ -55,6 +55,8 @@ package struct DaemonConfiguration: Sendable {
     package var shutdownDeadline: Duration = .seconds(10)
     /// issue 19: HTTP ingest (`--listen`, `--tokens`, TLS, connection limits); no listeners by default.
     package var http = HTTPConfiguration()
+    /// issue 33: webhooks (`--notify`); none by default.
+    package var notify = NotifyConfiguration()
 
     /// The defaults documented in the README.
     package init() {}

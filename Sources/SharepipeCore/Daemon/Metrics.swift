@@ -27,6 +27,8 @@ final class Metrics: Sendable {
     private let copies: CopiesInFlight
     /// issue 19: the HTTP server's counters (zero without --listen).
     let http = HTTPMetrics()
+    /// issue 33: the outbox's pending and failed deliveries.
+    let notify = NotifyMetrics()
 
     /// Empty counters; the copies in flight are those of `copies` (this process's).
     init(copies: CopiesInFlight = .shared) {
@@ -70,6 +72,7 @@ final class Metrics: Sendable {
     func refresh(from ledger: LedgerStore) throws {
         let oldest = try ledger.status(now: LedgerClock.now()).oldestPendingCreatedAt
         state.withLock { $0.oldestPendingCreatedAt = oldest }
+        try notify.refresh(from: ledger)
         guard let after = state.withLock({ $0.ledgerSequence }) else {
             let last = try ledger.lastEventSequence()
             state.withLock { $0.ledgerSequence = last }
@@ -118,6 +121,7 @@ final class Metrics: Sendable {
             // issue 19: HTTP ingest
             let uploads = http.uploadsInFlight
             if uploads > 0 { line += ", uploads \(uploads)" }
+            line += notify.statusPart
             return line
         }
     }
@@ -178,6 +182,7 @@ final class Metrics: Sendable {
             metric("drop_to_processed_seconds", "histogram", "From the drop's last write to processed.", buckets)
             // issue 19: HTTP ingest
             for (name, type, help, samples) in http.samples { metric(name, type, help, samples) }
+            for (name, type, help, samples) in notify.samples { metric(name, type, help, samples) }
             return lines.joined(separator: "\n") + "\n"
         }
     }

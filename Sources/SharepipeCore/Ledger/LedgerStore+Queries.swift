@@ -91,6 +91,8 @@ extension LedgerStore {
                 SQLStatement(
                     "DELETE FROM sources WHERE state = 'done' AND NOT EXISTS (SELECT 1 FROM shares WHERE id = share_id)"),
                 SQLStatement("DELETE FROM contents WHERE created_at < ?", [.integer(cutoff)]),
+                // issue 33: deliveries acknowledged (pending and failed ones stay until delivered or retried).
+                SQLStatement("DELETE FROM outbox WHERE state = 'delivered' AND delivered_at < ?", [.integer(cutoff)]),
             ],
             durable: true
         )[0].changed

@@ -18,6 +18,8 @@ final class LedgerStore: Sendable {
     let leaseDuration: Duration?
     /// The thread renewing this process's leases, started by the first claim.
     private let heartbeat = Mutex<LeaseHeartbeat?>(nil)
+    /// issue 33: whom the transitions write outbox rows for (none unless the daemon notifies).
+    let outboxTargets = Mutex(OutboxTargets())
 
     /// Opens the ledger over `driver`, bringing its schema up to date. A schema newer than this sharepipe is refused.
     init(driver: any SQLDriver, lease: Duration? = nil, owner: String = LedgerStore.currentOwner()) throws {
@@ -92,6 +94,8 @@ final class LedgerStore: Sendable {
             // v9: inbox files are looked up by inode alone: a device number is not an identity across a restart
             // (a FUSE or NFS file system mounted again gets another) nor across hosts.
             ["DROP INDEX sources_file", "CREATE INDEX sources_inode ON sources(inode)"],
+            // v10 (issue 33): the notification outbox.
+            outboxMigration(dialect),
         ]
     }
 
@@ -163,6 +167,7 @@ final class LedgerStore: Sendable {
         var statements: [SQLStatement] = []
         // Where each change's row (as found, locked) and its update are among the statements.
         var positions = Array(repeating: (found: 0, update: 0), count: changes.count)
+        var wroteOutbox = false
         // Rows are locked in one order, so that two daemons changing the same shares cannot deadlock.
         for index in changes.indices.sorted(by: { changes[$0].shareID < changes[$1].shareID }) {
             let change = changes[index]
@@ -184,6 +189,9 @@ final class LedgerStore: Sendable {
                     [now, .text(event.event.rawValue), SQLValue(event.code?.rawValue),
                      SQLValue(event.duration), SQLValue(event.type)] + bound))
             }
+            let outbox = outboxStatements(for: change, condition: condition, bound: bound)
+            wroteOutbox = wroteOutbox || !outbox.isEmpty
+            statements += outbox
             if change.forgetSources {
                 statements.append(SQLStatement(
                     "DELETE FROM sources WHERE share_id IN (SELECT id FROM shares WHERE \(condition))", bound))
@@ -192,7 +200,14 @@ final class LedgerStore: Sendable {
             statements.append(SQLStatement(
                 "UPDATE shares SET \(change.set), updated_at = ? WHERE \(condition)", change.values + [now] + bound))
         }
+        // issue 33: a publish or an outbox row wakes the other daemons' consumers and notifiers (PostgreSQL).
+        if let wake = driver.dialect.wakeOthers,
+            wroteOutbox || changes.contains(where: { $0.events.contains { $0.event == .published } })
+        {
+            statements.append(SQLStatement(wake))
+        }
         let results = try driver.execute(statements + extra, durable: durable)
+        if wroteOutbox { outboxWritten() }
         var attempts: [String: Int] = [:]
         var violations: [PreconditionViolation] = []
         for (change, position) in zip(changes, positions) {
@@ -279,8 +294,10 @@ final class LedgerStore: Sendable {
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(
             Self.inserts(manifest, state: .rejected, code: code, at: now, spool: spool)
-                + [Self.event(.rejected, manifest.shareId, at: now, code: code)],
+                + [Self.event(.rejected, manifest.shareId, at: now, code: code)]
+                + outboxStatements(rejected: manifest.shareId),
             durable: true)
+        outboxWritten()
     }
 
     /// Staged → rejected: a share whose staging was removed before it was published; its sources are forgotten.

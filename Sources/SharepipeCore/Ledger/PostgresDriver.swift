@@ -20,7 +20,8 @@ final class PostgresDriver: SQLDriver {
         schemaPresent: "SELECT CASE WHEN to_regclass('sharepipe_schema') IS NULL THEN 0 ELSE 1 END",
         schemaVersion: "SELECT version FROM sharepipe_schema",
         setSchemaVersion: { "UPDATE sharepipe_schema SET version = \($0)" }, numberedPlaceholders: true,
-        begin: "BEGIN", keyLock: "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))")
+        begin: "BEGIN", keyLock: "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+        wakeOthers: "SELECT pg_notify('\(PostgresListener.channel)', '')")
 
     var dialect: SQLDialect { Self.dialect }
     /// The setting the URL came from (`--ledger`), and the URL without its password, for error messages.
@@ -28,7 +29,7 @@ final class PostgresDriver: SQLDriver {
     /// Round trips to the server (benchmarks and tests count them).
     let roundTrips = Atomic<Int>(0)
 
-    private let url: String
+    let url: String
     private let pool = Mutex(Pool())
 
     /// The idle connections, the reconnect schedule, and whether a connection was lost since the last connect.

@@ -58,6 +58,9 @@ struct SQLDialect: Sendable {
     /// Takes a lock on a key (`?` class, `?` key, both 32-bit) held until the transaction ends, so that transactions
     /// about one thing run one after the other; nil where `begin` already serializes every writer (SQLite).
     var keyLock: String? = nil
+    /// issue 33: a statement that wakes the other daemons on the ledger when its transaction commits (PostgreSQL's
+    /// NOTIFY); nil where one host owns the ledger.
+    var wakeOthers: String? = nil
 
     /// `sql` with its placeholders written the way this database wants them (the ledger's SQL has no `?` inside a
     /// string literal).
