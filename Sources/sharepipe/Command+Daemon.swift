@@ -113,7 +113,7 @@ struct DaemonCommand: Command {
     ] + LedgerOptions.all + ProcessorOptions.processorOptions + [
         accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, settle, poll, rescan,
         CommonOptions.types, activationRule, ignore, metricsFile, logFormat, logLevel, logNames, oneshot,
-    ] + SpoolLimitOptions.all + httpOptions + DuplicateOptions.all
+    ] + SpoolLimitOptions.all + httpOptions + DuplicateOptions.all + NotifyOptions.all
 
     let arguments: ParsedArguments
 
@@ -171,6 +171,7 @@ struct DaemonCommand: Command {
         configuration.metricsFile = arguments[metricsFile]
         configuration.oneshot = arguments[oneshot]
         configuration.http = try httpConfiguration(arguments)
+        configuration.notify = try NotifyOptions.configuration(arguments)
         let registry = try loadTypeRegistry(arguments)
         var activation: ActivationRule?
         if let path = arguments[activationRule] {

@@ -64,12 +64,20 @@ struct StatusCommand: Command {
             var resumable: Int
         }
 
+        /// issue 33: webhook deliveries not yet acknowledged, and kept as failed.
+        var notifications: Notifications
+
+        struct Notifications: Encodable {
+            var pending: Int
+            var failed: Int
+        }
+
         /// Duplicate attachments per UTC day over the last 30 days, oldest first; days without any are left out.
         var duplicatesPerDay: [DuplicateDay]
 
         enum CodingKeys: String, CodingKey {
             case state, stages, inFlight, pendingBytes, oldestPendingAgeSeconds, recentFailures, processed, rejected
-            case uploads, duplicatesPerDay
+            case uploads, duplicatesPerDay, notifications
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -84,6 +92,7 @@ struct StatusCommand: Command {
             try container.encode(rejected, forKey: .rejected)
             try container.encode(uploads, forKey: .uploads)
             try container.encode(duplicatesPerDay, forKey: .duplicatesPerDay)
+            try container.encode(notifications, forKey: .notifications)
         }
     }
 
@@ -116,6 +125,7 @@ struct StatusCommand: Command {
             recentFailures: Dictionary(uniqueKeysWithValues: status.recentFailures.map { ($0.key.rawValue, $0.value) }),
             processed: status.processed, rejected: status.rejected,
             uploads: Report.Uploads(receiving: uploads.bodies, resumable: uploads.resumable),
+            notifications: try notificationCounts(spool),
             duplicatesPerDay: try spool.duplicateDays(last: 30))
         if json {
             try Output.printJSON(report)
@@ -123,6 +133,11 @@ struct StatusCommand: Command {
             printTable(report)
         }
         return .success
+    }
+
+    private func notificationCounts(_ spool: Spool) throws -> Report.Notifications {
+        let counts = try spool.notificationCounts()
+        return Report.Notifications(pending: counts.pending, failed: counts.failed)
     }
 
     private func printTable(_ report: Report) {
@@ -149,6 +164,7 @@ struct StatusCommand: Command {
             ["rejected", String(report.rejected)],
             ["failures (24 h)", failures.isEmpty ? "none" : failures.joined(separator: ", ")],
             ["uploads", "\(report.uploads.receiving) receiving, \(report.uploads.resumable) resumable unfinished"],
+            ["notifications", "\(report.notifications.pending) pending, \(report.notifications.failed) failed"],
         ]
         let duplicates = report.duplicatesPerDay.enumerated().map { index, day in
             [index == 0 ? "duplicates (30 d)" : "", day.day + ": \(day.flagged) flagged, \(day.rejected) rejected"]

@@ -20,6 +20,7 @@ extension CommandLineTool {
             EventsCommand.self,
             RequeueCommand.self,
             PurgeCommand.self,
+            NotificationsCommand.self,
             DoctorCommand.self,
             MatrixCommand.self,
             CompletionsCommand.self,
