@@ -13,15 +13,15 @@ struct NotificationsLsCommand: Command {
     static let name = "ls"
     static let abstract = "List webhook deliveries not yet acknowledged: pending, and failed after --notify-max-age."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [
-        state, limit, CommonOptions.json,
+        only, limit, CommonOptions.json,
     ]
     static let discussion = """
         One row per event and receiver: the event id (the webhook-id header), its type and share, the receiver, the
         attempts made, and the last answer (an HTTP status, or why there was none). --json prints an array.
         """
-    static let state = Option(
-        "state", .choice(["pending", "failed", "delivered", "all"]), default: "all",
-        help: "Which deliveries: pending, failed, delivered, or all not yet acknowledged.")
+    static let only = Option(
+        "only", .choice(NotificationState.allCases.map(\.rawValue)),
+        help: "Only deliveries in this state (default: pending and failed).")
     static let limit = Option("limit", .positiveInteger, default: "1000", help: "List at most N.")
 
     let stateDirectory: String
@@ -33,8 +33,7 @@ struct NotificationsLsCommand: Command {
     init(arguments: ParsedArguments) throws {
         stateDirectory = ProcessorOptions.stateDirectory(arguments)
         ledger = try LedgerOptions.location(arguments)
-        let chosen = try arguments.required(Self.state)
-        states = chosen == "all" ? [.pending, .failed] : [NotificationState(rawValue: chosen) ?? .pending]
+        states = arguments[Self.only].flatMap(NotificationState.init(rawValue:)).map { [$0] } ?? [.pending, .failed]
         limit = try arguments.required(Self.limit)
         json = arguments[CommonOptions.json]
     }

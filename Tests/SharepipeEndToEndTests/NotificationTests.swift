@@ -1,0 +1,235 @@
+import Foundation
+import Glibc
+import Testing
+@testable import SharepipeCore
+
+/// Webhooks from the outbox (issue 33), through the built binary and a real receiver on 127.0.0.1
+/// (`WebhookReceiver`): signed, one id per event, in order per share, delivered through a receiver's failures and
+/// absence and across kill -9 — and on PostgreSQL by three daemons, none delivering an event while another does.
+@Suite(.serialized, .timeLimit(.minutes(10)))
+struct NotificationTests {
+    /// A daemon's directories and the receiver.
+    struct Sandbox {
+        let root: String
+        let receiver: WebhookReceiver
+        let secret: String
+
+        init(root: String) throws {
+            self.root = root
+            receiver = try WebhookReceiver(directory: root + "/receiver")
+            secret = try receiver.writeSecretFile()
+            for path in [inbox, outside] {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            }
+        }
+
+        var inbox: String { root + "/inbox" }
+        var state: String { root + "/state" }
+        var outside: String { root + "/outside" }
+
+        /// Drops a file atomically (written beside the inbox, then renamed in).
+        func drop(_ name: String, _ bytes: [UInt8]) throws {
+            let staged = try writeFile(outside + "/" + name, bytes)
+            try FileManager.default.moveItem(atPath: staged, toPath: inbox + "/" + name)
+        }
+
+        /// A daemon notifying the receiver; exec processor that fails for content holding "bad".
+        func daemon(_ extra: [String] = [], ledger: [String] = []) async throws -> SharepipeProcess {
+            let daemon = try SharepipeProcess([
+                "daemon", "--inbox", inbox, "--state", state, "--settle", "100", "--processor", "exec",
+                "--exec", "if grep -q bad \"$SHAREPIPE_FILE\"; then exit 1; fi", "--max-attempts", "1",
+                "--notify", receiver.url, "--notify-secret", secret, "--notify-backoff", "100",
+            ] + ledger + extra)
+            let ready = try await eventually(.seconds(60), every: .milliseconds(50)) {
+                daemon.stderrSoFar.contains("event=daemon.ready")
+            }
+            guard ready else { throw SupportError("the daemon did not get ready: \(daemon.stderrSoFar)") }
+            return daemon
+        }
+
+        /// Waits until the receiver acknowledged `count` distinct event ids.
+        func waitForAcknowledged(_ count: Int, timeout: Duration = .seconds(180)) async throws -> Bool {
+            try await eventually(timeout, every: .milliseconds(100)) {
+                Set(receiver.acknowledged.map(\.id)).count >= count
+            }
+        }
+    }
+
+    /// Checks what every run must hold: every request signed, each (share, type) one event id, and each share's
+    /// events acknowledged in lifecycle order.
+    static func expectOneIDPerEventInOrder(_ deliveries: [WebhookReceiver.Delivery]) {
+        let unsigned = deliveries.filter { !$0.valid }.count
+        #expect(unsigned == 0, "requests without a valid signature")
+        var ids: [String: Set<String>] = [:]
+        for delivery in deliveries { ids[delivery.shareID + " " + delivery.type, default: []].insert(delivery.id) }
+        for (event, set) in ids { #expect(set.count == 1, "\(event) was produced as \(set.count) events") }
+        let rank = ["share.published": 0, "share.rejected": 1, "share.processed": 1, "share.quarantined": 1]
+        let acknowledged = deliveries.filter { $0.status == 200 }.sorted { $0.end < $1.end }
+        var last: [String: Int] = [:]
+        for delivery in acknowledged {
+            let order = rank[delivery.type] ?? -1
+            #expect(order >= (last[delivery.shareID] ?? 0), "\(delivery.type) of \(delivery.shareID) out of order")
+            last[delivery.shareID] = order
+        }
+    }
+
+    @Test func everyEventTypeIsPostedSignedOncePerIdInOrder() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let daemon = try await sandbox.daemon(["--accept", "public.plain-text"])
+            try sandbox.drop("good.txt", Array("fine\n".utf8))
+            try sandbox.drop("bad.txt", Array("bad\n".utf8))
+            try sandbox.drop("noise.bin", [0x00, 0xFF, 0x13, 0x37, 0x00, 0x01, 0x80, 0xFE])
+            // good: published, processed; bad: published, quarantined; noise: rejected.
+            #expect(try await sandbox.waitForAcknowledged(5))
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            #expect(deliveries.count == 5, "one request per event: \(deliveries.map(\.type))")
+            #expect(Set(deliveries.map(\.type)) == [
+                "share.published", "share.processed", "share.quarantined", "share.rejected",
+            ])
+            for delivery in deliveries {
+                let share = delivery.payload["share"] as? [String: Any] ?? [:]
+                #expect(delivery.payload["id"] as? String == delivery.id)
+                #expect(share["status"] as? String == String(delivery.type.dropFirst(6)))
+                #expect(share.keys.contains("title") && share["tags"] as? [String] == [])
+                #expect(share["text"] == nil)
+            }
+            let processed = try #require(deliveries.first { $0.type == "share.processed" })
+            let attachments = (processed.payload["share"] as? [String: Any])?["attachments"] as? [[String: Any]] ?? []
+            #expect(attachments.count == 1)
+            #expect(attachments.first?["sha256"] as? String == (try await sha256(ofData: Array("fine\n".utf8))))
+            #expect(attachments.first?["bytes"] as? Int == 5)
+            #expect(attachments.first?["typeIdentifier"] as? String == "public.plain-text")
+            #expect(attachments.first?["fileId"] as? String != nil)
+            let listed = try runSharepipe(["notifications", "ls", "--state", sandbox.state, "--json"])
+            #expect(listed.status == 0)
+            #expect((try JSONSerialization.jsonObject(with: listed.stdoutData) as? [Any])?.isEmpty == true)
+            let status = try runSharepipe(["status", "--state", sandbox.state, "--json"])
+            let counts = (try status.decoded(StatusNotifications.self)).notifications
+            #expect(counts.pending == 0 && counts.failed == 0)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
+    @Test func aReceiverAnswering500FiveTimesGetsTheEventOnTheSixth() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start(failPerID: 5)
+            let daemon = try await sandbox.daemon()
+            try sandbox.drop("one.txt", Array("one\n".utf8))
+            #expect(try await sandbox.waitForAcknowledged(2))
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            for id in Set(deliveries.map(\.id)) {
+                let statuses = deliveries.filter { $0.id == id }.sorted { $0.start < $1.start }.map(\.status)
+                #expect(statuses == [500, 500, 500, 500, 500, 200], "event \(id): \(statuses)")
+            }
+            #expect(daemon.stderrSoFar.contains("event=notify.attempt_failed"))
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
+    @Test func everyEventArrivesOnceTheReceiverIsBackAfter20Seconds() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            // Its port, then down.
+            try await sandbox.receiver.start()
+            try await sandbox.receiver.stop()
+            let daemon = try await sandbox.daemon()
+            for index in 0..<5 { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            try await Task.sleep(for: .seconds(20))
+            let pending = try runSharepipe(["notifications", "ls", "--state", sandbox.state, "--json"])
+            let rows = try JSONSerialization.jsonObject(with: pending.stdoutData) as? [[String: Any]] ?? []
+            #expect(rows.count == 10, "pending while the receiver is down: \(pending.stdout)")
+            #expect(rows.contains { ($0["attempts"] as? Int ?? 0) > 1 }, "tried again while down")
+            try await sandbox.receiver.start()
+            #expect(try await sandbox.waitForAcknowledged(10, timeout: .seconds(120)))
+            Self.expectOneIDPerEventInOrder(sandbox.receiver.deliveries)
+            #expect(Set(sandbox.receiver.acknowledged.map(\.id)).count == 10)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
+    @Test func aDaemonKilledMidDeliveryDeliversEveryEventOnceAfterARestart() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start(delay: 0.05)
+            let count = 40
+            for index in 0..<count { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            let first = try await sandbox.daemon()
+            #expect(try await sandbox.waitForAcknowledged(10))
+            first.signal(SIGKILL)
+            #expect(try await first.exit().status == 128 + SIGKILL)
+            let second = try await sandbox.daemon()
+            #expect(try await sandbox.waitForAcknowledged(2 * count, timeout: .seconds(240)))
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            // A repeat is only an acknowledgement lost to the kill: the same id, at most the lanes' batch in flight.
+            let repeats = deliveries.count - Set(deliveries.map(\.id)).count
+            #expect(repeats <= 32, "\(repeats) requests repeated")
+            let delivered = try runSharepipe(["notifications", "ls", "--state", sandbox.state, "--json"])
+            #expect((try JSONSerialization.jsonObject(with: delivered.stdoutData) as? [Any])?.isEmpty == true)
+            second.signal(SIGTERM)
+            #expect(try await second.exit().status == 0)
+        }
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SHAREPIPE_TEST_PG"].map { !$0.isEmpty } ?? false))
+    func threeDaemonsOnPostgreSQLDeliverEachEventOnceWhenOneIsKilled() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start(delay: 0.02)
+            let ledger = ["--ledger", try notificationTestDatabase(), "--ledger-lease", "1500", "--notify-timeout", "1000"]
+            let count = 60
+            var daemons: [SharepipeProcess] = []
+            for _ in 0..<3 { daemons.append(try await sandbox.daemon(["--workers", "2"], ledger: ledger)) }
+            for index in 0..<count { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            #expect(try await sandbox.waitForAcknowledged(20))
+            daemons[0].signal(SIGKILL)
+            #expect(try await daemons[0].exit().status == 128 + SIGKILL)
+            #expect(try await sandbox.waitForAcknowledged(2 * count, timeout: .seconds(300)))
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            // No event id was being delivered by two daemons at once.
+            for (id, requests) in Dictionary(grouping: deliveries, by: \.id) where requests.count > 1 {
+                let sorted = requests.sorted { $0.start < $1.start }
+                for (earlier, later) in zip(sorted, sorted.dropFirst()) {
+                    #expect(later.start >= earlier.end, "event \(id) delivered twice at once")
+                }
+            }
+            for daemon in daemons.dropFirst() { daemon.signal(SIGTERM) }
+            for daemon in daemons.dropFirst() { #expect(try await daemon.exit().status == 0) }
+        }
+    }
+}
+
+/// The part of `status --json` these tests read.
+private struct StatusNotifications: Decodable {
+    struct Counts: Decodable {
+        var pending: Int
+        var failed: Int
+    }
+
+    var notifications: Counts
+}
+
+/// A fresh schema on `SHAREPIPE_TEST_PG`, and a URL whose connections use it.
+private func notificationTestDatabase() throws -> String {
+    let server = try #require(ProcessInfo.processInfo.environment["SHAREPIPE_TEST_PG"])
+    let schema = "n_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+    try PostgresDriver(url: server, setting: "SHAREPIPE_TEST_PG").run("CREATE SCHEMA \(schema)")
+    let separator = server.contains("?") ? "&" : "?"
+    return server + separator + "options=-c%20search_path%3D\(schema)"
+}
+
+private func sha256(ofData bytes: [UInt8]) async throws -> String {
+    let path = NSTemporaryDirectory() + "sharepipe-hash-" + UUID().uuidString
+    try writeFile(path, bytes)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try await sha256(ofFile: path)
+}
