@@ -179,6 +179,46 @@ struct NotificationTests {
         }
     }
 
+    @Test func aSecretFileOthersCanReadIsAUsageError() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            chmod(sandbox.secret, 0o644)
+            let result = try runSharepipe([
+                "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--oneshot",
+                "--notify", "http://127.0.0.1:9/hook", "--notify-secret", sandbox.secret,
+            ])
+            #expect(result.status == 2)
+            #expect(result.stderr.contains("chmod 600"))
+            let malformed = try writeFile(dir + "/malformed", "not-a-secret\n")
+            chmod(malformed, 0o600)
+            let refused = try runSharepipe([
+                "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--oneshot",
+                "--notify", "http://127.0.0.1:9/hook", "--notify-secret", malformed,
+            ])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("whsec_"))
+        }
+    }
+
+    @Test func aOneshotDaemonConfiguredByFileDeliversItsEvents() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let config = try writeFile(dir + "/config.json", """
+                {"notify": ["\(sandbox.receiver.url)"], "notify-secret": "\(sandbox.secret)",
+                 "notify-events": ["share.processed"], "processor": "discard"}
+                """)
+            try sandbox.drop("one.txt", Array("one\n".utf8))
+            let result = try runSharepipe([
+                "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--oneshot", "--config", config,
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let deliveries = sandbox.receiver.deliveries
+            #expect(deliveries.map(\.type) == ["share.processed"])
+            #expect(deliveries.first?.valid == true)
+        }
+    }
+
     @Test(.enabled(if: ProcessInfo.processInfo.environment["SHAREPIPE_TEST_PG"].map { !$0.isEmpty } ?? false))
     func threeDaemonsOnPostgreSQLDeliverEachEventOnceWhenOneIsKilled() async throws {
         try await withTemporaryDirectory { dir in

@@ -82,8 +82,9 @@ struct OperatorCommandTests {
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
                 "state", "stages", "inFlight", "pendingBytes", "oldestPendingAgeSeconds", "recentFailures", "processed",
-                "rejected", "uploads", "duplicatesPerDay",
+                "rejected", "uploads", "duplicatesPerDay", "notifications",
             ])
+            #expect(status["notifications"] as? [String: Int] == ["pending": 0, "failed": 0])
             #expect(status["inFlight"] as? [String: Int] == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
             #expect(status["uploads"] as? [String: Int] == ["receiving": 0, "resumable": 0])
             let stages = try #require(status["stages"] as? [String: Int])

@@ -58,6 +58,9 @@ import Testing
         case "show": return (["show", setting.quarantined] + state, setting.quarantined)
         case "events": return (["events"] + state, "event=published")
         case "matrix": return (["matrix", fixturePath("scenarios")], "scenarios:")
+        // issue 33
+        case "notifications ls": return (["notifications", "ls"] + state, "no deliveries pending or failed")
+        case "notifications retry": return (["notifications", "retry"] + state, "retried 0 deliveries")
         default: throw SupportError("no success case for \(command): add one to the table")
         }
     }
@@ -78,6 +81,9 @@ import Testing
         case "purge": return (["purge", "--quarantine"] + missing, "ERR_CONTAINER_UNAVAILABLE")
         case "show": return (["show", UUID().uuidString, "--state", setting.state], "ERR_NOT_FOUND")
         case "events": return (["events"] + missing, "ERR_CONTAINER_UNAVAILABLE")
+        case "notifications ls": return (["notifications", "ls"] + missing, "ERR_CONTAINER_UNAVAILABLE")
+        case "notifications retry":
+            return (["notifications", "retry", UUID().uuidString, "--state", setting.state], "ERR_NOT_FOUND")
         default: return nil
         }
     }
