@@ -2,28 +2,6 @@ import Foundation
 @testable import SharepipeExtensionKit
 import Testing
 
-/// A provider whose one file representation hands out `file` (the source app's own file).
-private func fileProvider(_ type: String, _ file: URL, suggestedName: String? = nil) -> NSItemProvider {
-    let provider = NSItemProvider()
-    provider.suggestedName = suggestedName
-    provider.registerFileRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
-        completion(file, false, nil)
-        return nil
-    }
-    return provider
-}
-
-/// A provider whose one data representation hands out `data`.
-private func dataProvider(_ type: String, _ data: Data, suggestedName: String? = nil) -> NSItemProvider {
-    let provider = NSItemProvider()
-    provider.suggestedName = suggestedName
-    provider.registerDataRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
-        completion(data, nil)
-        return nil
-    }
-    return provider
-}
-
 /// What a file load's handler saw while it ran.
 private struct SeenFile: Sendable {
     var url: URL?
