@@ -176,7 +176,9 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
     /// Registers an item the source produces on demand: `loadHandler` gets a completion handler to call with the
     /// item (an `NSString`, `NSURL`, `NSData`, property list, …) or an error. A type already registered keeps its
     /// first registration.
-    open func registerItem(forTypeIdentifier typeIdentifier: String, loadHandler: @escaping NSItemProvider.LoadHandler) {
+    open func registerItem(
+        forTypeIdentifier typeIdentifier: String, loadHandler: @escaping NSItemProvider.LoadHandler
+    ) {
         register(Registration(typeIdentifier: typeIdentifier, visibility: .all, loader: .item { completion in
             loadHandler(completion, nil, nil)
         }))

@@ -78,7 +78,8 @@ extension NSItemProvider {
         ofClass aClass: any NSItemProviderReading.Type,
         completionHandler: @escaping @Sendable ((any NSItemProviderReading)?, (any Error)?) -> Void
     ) -> Progress {
-        let requested = readableType(for: aClass) ?? aClass.readableTypeIdentifiersForItemProvider.first ?? "public.item"
+        let readable = aClass.readableTypeIdentifiersForItemProvider
+        let requested = readableType(for: aClass) ?? readable.first ?? UTType.item.identifier
         return load(requested, method: .object) { payload, registeredType, error in
             do {
                 switch payload {
@@ -88,10 +89,12 @@ extension NSItemProvider {
                         completionHandler(readable, nil)
                     } else {
                         let bytes = try Self.bytes(of: held.value, registeredAs: registeredType)
-                        completionHandler(try aClass.object(withItemProviderData: bytes, typeIdentifier: registeredType), nil)
+                        completionHandler(
+                            try aClass.object(withItemProviderData: bytes, typeIdentifier: registeredType), nil)
                     }
                 case .data(let data)?:
-                    completionHandler(try aClass.object(withItemProviderData: data, typeIdentifier: registeredType), nil)
+                    completionHandler(
+                        try aClass.object(withItemProviderData: data, typeIdentifier: registeredType), nil)
                 case .file?, nil:
                     completionHandler(nil, error ?? Self.error(.unknownError, requested))
                 }

@@ -6,7 +6,8 @@ import UniformTypeIdentifiers
 @Suite
 struct AppleModuleNamesTests {
     @Test func theModulesGiveTheKitAndFoundation() throws {
-        let provider = NSItemProvider(item: URL(string: "https://example.com")! as NSURL, typeIdentifier: kUTTypeURL as String)
+        let page = URL(string: "https://example.com")!
+        let provider = NSItemProvider(item: page as NSURL, typeIdentifier: kUTTypeURL as String)
         #expect(provider.hasItemConformingToTypeIdentifier(UTType.url.identifier))
         #expect(kUTTypeImage as String == UTType.image.identifier)
         #expect(UTType(kUTTypeHTML)?.conforms(to: UTType(kUTTypeText)!) == true)
