@@ -246,6 +246,45 @@ struct NotificationTests {
             for daemon in daemons.dropFirst() { #expect(try await daemon.exit().status == 0) }
         }
     }
+    /// LISTEN/NOTIFY: a share another process publishes (`sharepipe share`) is claimed by a daemon at once, where
+    /// the daemon's own look at `incoming` comes every 5 s. Prints the claim latencies (published → claimed, both
+    /// recorded on this host's clock).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SHAREPIPE_TEST_PG"].map { !$0.isEmpty } ?? false))
+    func aShareAnotherProcessPublishesIsClaimedAtOnceThroughNotify() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            let database = try notificationTestDatabase()
+            let daemon = try SharepipeProcess([
+                "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--ledger", database, "--poll", "1000",
+                "--processor", "discard",
+            ])
+            let ready = try await eventually(.seconds(60), every: .milliseconds(50)) {
+                daemon.stderrSoFar.contains("event=daemon.ready")
+            }
+            try #require(ready, "\(daemon.stderrSoFar)")
+            let file = try writeFile(dir + "/note.txt", "note\n")
+            for _ in 0..<10 {
+                let shared = try runSharepipe(["share", "--state", sandbox.state, "--ledger", database, file])
+                #expect(shared.status == 0, "\(shared.stderr)")
+            }
+            let driver = try PostgresDriver(url: database, setting: "test")
+            let claimedAll = try await eventually(.seconds(60), every: .milliseconds(100)) {
+                try driver.run("SELECT COUNT(*) FROM events WHERE event = 'claimed'").scalar.int == 10
+            }
+            #expect(claimedAll)
+            let rows = try driver.run(
+                """
+                SELECT MIN(c.at) - MIN(p.at) FROM events p JOIN events c ON c.share_id = p.share_id
+                WHERE p.event = 'published' AND c.event = 'claimed' GROUP BY p.share_id
+                """
+            ).rows.compactMap { $0[0].integer }.sorted()
+            try #require(rows.count == 10)
+            print("claim latency after another process's publish (ms), sorted: \(rows)")
+            #expect(rows[rows.count / 2] < 1500, "p50 \(rows[rows.count / 2]) ms: the daemon waited for its poll")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
 }
 
 /// The part of `status --json` these tests read.
