@@ -345,6 +345,12 @@ rounds_median() { # NAME
         | awk 'NF { v[++n] = $1 } END { if (n) print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'
 }
 
+# Issue 33: a webhook receiver on 127.0.0.1 for the --notify contender (every event POSTed to it).
+python3 "$PEERS/webhook_receiver.py" "$WORK/webhook.port" "$WORK/webhook.count" &
+WEBHOOK_PID=$!
+wait_for_line "$WORK/webhook.port" "[0-9]"
+WEBHOOK_URL="http://127.0.0.1:$(cat "$WORK/webhook.port")/hook"
+
 echo
 echo "7. $ROUND_FILES mixed 4 KiB files, $ROUNDS interleaved rounds:" \
     "sharepipe (settle 50, 250, settle 50 with --duplicates reject), shell, Python, C group commit"
@@ -359,8 +365,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
     # Issue 21: the same drop with the duplicate check on (every drop is new, so each one is looked up and recorded).
     round_drop sharepipe50reject "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
         --duplicates reject
+    # Issue 33: the same drop with one --notify receiver (published and processed events, 2 per file).
+    round_drop sharepipe50notify "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
+        --notify "$WEBHOOK_URL"
 done
-for name in sharepipe50 sharepipe250 shell python groupcommit sharepipe50reject; do
+kill "$WEBHOOK_PID" 2>/dev/null || true
+for name in sharepipe50 sharepipe250 shell python groupcommit sharepipe50reject sharepipe50notify; do
     R[rounds.$name]=$(rounds_median "$name")
 done
 echo " per round, sharepipe --settle 50 over: shell, Python, C group commit"
@@ -506,6 +516,9 @@ row "$ROUND_FILES x$ROUNDS rounds vs C group commit (files/s)" "${R[rounds.share
 dup_ratio=$(ratio "${R[rounds.sharepipe50reject]:-}" "${R[rounds.sharepipe50]:-}")
 row "$ROUND_FILES x$ROUNDS rounds, --duplicates reject vs accept" "${R[rounds.sharepipe50reject]:-}" \
     "${R[rounds.sharepipe50]:-}" "${dup_ratio}x" ">= 0.95x" "$(meets "$dup_ratio" 0.95 ">=")"
+notify_ratio=$(ratio "${R[rounds.sharepipe50notify]:-}" "${R[rounds.sharepipe50]:-}")
+row "$ROUND_FILES x$ROUNDS rounds, one --notify receiver vs none" "${R[rounds.sharepipe50notify]:-}" \
+    "${R[rounds.sharepipe50]:-}" "${notify_ratio}x" ">= 0.9x" "$(meets "$notify_ratio" 0.9 ">=")"
 row "$BACKLOG-file backlog, shares left in the spool" "${R[backlogSpool]}" "-" "-" "0" \
     "$(meets "${R[backlogSpool]}" 0 "<=")"
 row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.5" \
