@@ -101,7 +101,9 @@ extension LedgerStore {
             RETURNING seq, id, url, share_id, type, created_at, since, attempts, body
             """,
             [.integer(lease.milliseconds), .text(owner)] + urls.map { .text($0) } + [SQLValue(limit)])],
-            durable: false)[0]
+            // Durable: it makes every earlier commit durable too, so no event is sent whose transition (or row) a
+            // power cut could still take back — recovery would then report it again under another id.
+            durable: true)[0]
         var rows = taken.rows.map(OutboxRow.init(row:)).sorted { $0.seq < $1.seq }
         var bodies: [SQLStatement] = []
         for index in rows.indices where rows[index].body == nil {

@@ -65,6 +65,7 @@ final class Notifier: Sendable {
     /// Delivers what is due now, in this thread, until nothing is (the daemon's `--oneshot`). Rows put off by a
     /// failure are left for the next run.
     func deliverDue() {
+        releaseDeadLeases()
         let client = WebhookClient()
         while (try? deliverOnce(client)) ?? 0 > 0 {}
     }
