@@ -94,6 +94,49 @@ struct PowerCutTests {
         }
     }
 
+    /// Issue 33: with the state directory on powercutfs and a webhook receiver, power cuts lose no event and
+    /// produce none twice: after the rounds, each share's published and processed events reached the receiver,
+    /// each under one id (a repeat only with the same id), in order.
+    @Test func aPowerCutLosesNoNotificationAndProducesNoneTwice() async throws {
+        try await withPowerCutFileSystem { dir, fileSystem in
+            let receiver = try WebhookReceiver(directory: dir + "/local/receiver")
+            try await receiver.start()
+            let secret = try receiver.writeSecretFile()
+            let inbox = dir + "/local/inbox", scratch = dir + "/local/scratch", state = dir + "/mnt/state"
+            let daemon = [
+                "daemon", "--inbox", inbox, "--state", state, "--processor", "store", "--output", dir + "/local/output",
+                "--notify", receiver.url, "--notify-secret", secret, "--notify-backoff", "100",
+            ]
+            var drops = DropSet()
+            let rounds = 2, perRound = 150
+            for round in 0..<rounds {
+                let names = try drops.prepare(perRound, in: scratch, tag: "n\(round)")
+                let running = try SharepipeProcess(daemon + ["--settle", "20"])
+                #expect(try await eventually(.seconds(30)) { running.stderrSoFar.contains("event=daemon.ready") })
+                let moment = Int.random(in: 20..<perRound)
+                try drops.release(names, from: scratch, into: inbox) { index in
+                    if index == moment {
+                        usleep(UInt32.random(in: 0..<50_000))
+                        running.signal(SIGKILL)
+                    }
+                }
+                _ = try await running.exit(timeout: .seconds(30))
+                try powerCut(fileSystem, dir: dir)
+                let restarted = try await runSharepipeAsync(daemon + ["--oneshot"])
+                #expect(restarted.status == 0, "\(restarted.stderr)")
+            }
+            let expected = 2 * rounds * perRound
+            let all = try await eventually(.seconds(60), every: .milliseconds(100)) {
+                Set(receiver.acknowledged.map { $0.shareID + " " + $0.type }).count >= expected
+            }
+            let deliveries = receiver.deliveries
+            let events = Set(deliveries.map { $0.shareID + " " + $0.type })
+            #expect(all && events.count == expected, "\(events.count) of \(expected) events reached the receiver")
+            #expect(Set(deliveries.map(\.type)) == ["share.published", "share.processed"])
+            NotificationTests.expectOneIDPerEventInOrder(deliveries)
+        }
+    }
+
     /// powercutfs itself: data written to a file after its last name is gone (SQLite writes its `-shm` back from
     /// its mapping after unlinking it) still reads back through the open descriptor, but must not outlive the
     /// file. ext4 gives a freed inode number to the next file created, and that file must come back from a power
