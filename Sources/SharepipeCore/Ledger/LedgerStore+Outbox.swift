@@ -148,6 +148,19 @@ extension LedgerStore {
              .integer(seq)])
     }
 
+    /// Extends this process's lease on rows it took and has not finished; returns the rows it still holds.
+    func renewNotificationLeases(_ seqs: [Int64], lease: Duration) throws -> Set<Int64> {
+        guard !seqs.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: seqs.count).joined(separator: ", ")
+        return Set(try driver.run(
+            """
+            UPDATE outbox SET lease_until = \(driver.dialect.now) + ?
+            WHERE seq IN (\(marks)) AND state = 'pending' AND claimed_by = ? RETURNING seq
+            """,
+            [.integer(lease.milliseconds)] + seqs.map { .integer($0) } + [.text(owner)]
+        ).rows.compactMap { $0[0].integer })
+    }
+
     /// Gives back rows taken but not tried (shutdown): due at once for any process.
     func releaseNotifications(_ seqs: [Int64]) throws {
         guard !seqs.isEmpty else { return }

@@ -19,6 +19,9 @@ final class Notifier: Sendable {
     let delivered = Atomic<Int>(0)
     let failedAttempts = Atomic<Int>(0)
 
+    /// Acknowledged rows marked delivered together.
+    static let markEvery = 8
+
     init(configuration: NotifyConfiguration, ledger: LedgerStore, logger: Logger?) {
         self.configuration = configuration
         self.ledger = ledger
@@ -43,11 +46,11 @@ final class Notifier: Sendable {
         }
     }
 
-    /// Wakes every lane to look at the outbox now.
+    /// Wakes a lane to look at the outbox now (one: a lane that finds a full batch wakes the next).
     func wake() {
         bell.lock()
         generation &+= 1
-        bell.broadcast()
+        bell.signal()
         bell.unlock()
     }
 
@@ -90,6 +93,7 @@ final class Notifier: Sendable {
                 logger?.warning("notify.ledger_failed", [("code", .string(failure.code.rawValue))])
                 count = 0
             }
+            if count >= configuration.batch { wake() }
             if count > 0 { continue }
             var wait = configuration.pollInterval
             if let due = try? ledger.timeUntilNextNotification(urls: configuration.urls) {
@@ -98,20 +102,35 @@ final class Notifier: Sendable {
             bell.lock()
             let until = Date(timeIntervalSinceNow: Double(wait.milliseconds) / 1000)
             while !stopping && generation == seen && bell.wait(until: until) {}
+            let woken = !stopping && generation != seen
             bell.unlock()
+            if woken { Thread.sleep(forTimeInterval: Double(configuration.gather.milliseconds) / 1000) }
         }
     }
 
     /// Takes a batch and delivers it; returns how many rows it took.
     private func deliverOnce(_ client: WebhookClient) throws -> Int {
+        let leaseNanoseconds = UInt64(configuration.lease.milliseconds) * 1_000_000
+        // Counted from before the take: the lease starts no earlier than that.
+        var leaseEnds = System.monotonicNanoseconds() + leaseNanoseconds
         let rows = try ledger.takeDueNotifications(
             urls: configuration.urls, limit: configuration.batch, lease: configuration.lease)
         var acknowledged: [(seq: Int64, status: Int)] = []
+        let needed = UInt64((configuration.timeout + .seconds(5)).milliseconds) * 1_000_000
+        var held = Set(rows.map(\.seq))
         for (index, row) in rows.enumerated() {
             if isStopping {
                 try? ledger.releaseNotifications(rows[index...].map(\.seq))
                 break
             }
+            // Less than one request's time left on the lease: extended first, so that no other lane can take a
+            // row while this one may still be sending it; a row another lane took meanwhile is left to it.
+            if System.monotonicNanoseconds() + needed > leaseEnds {
+                let renewing = System.monotonicNanoseconds()
+                held = try ledger.renewNotificationLeases(rows[index...].map(\.seq), lease: configuration.lease)
+                leaseEnds = renewing + leaseNanoseconds
+            }
+            guard held.contains(row.seq) else { continue }
             let body = row.body ?? "{}"
             let timestamp = System.wallClockNanoseconds() / 1_000_000_000
             var headers = [("webhook-id", row.id), ("webhook-timestamp", String(timestamp))]
@@ -129,6 +148,12 @@ final class Notifier: Sendable {
             case .status(let status) where outcome.delivered:
                 acknowledged.append((row.seq, status))
                 logger?.debug("notify.delivered", fields + [("status", .int(Int64(status)))])
+                // Marked every few rows: a daemon killed mid-batch repeats at most these to its receivers.
+                if acknowledged.count >= Self.markEvery {
+                    try ledger.markNotificationsDelivered(acknowledged)
+                    delivered.add(acknowledged.count, ordering: .relaxed)
+                    acknowledged.removeAll()
+                }
             case .status(let status):
                 try fail(row, status: status, error: "HTTP \(status)", fields: fields)
             case .failed(let reason):

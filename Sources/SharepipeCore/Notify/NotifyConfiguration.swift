@@ -21,7 +21,7 @@ package struct NotifyConfiguration: Sendable {
     /// Delivery lanes: requests in flight at once; a receiver that hangs holds one.
     package var lanes = 4
     /// Rows a lane takes at once.
-    package var batch = 8
+    package var batch = 32
     /// How often a lane looks at the outbox without being woken (events of other daemons without NOTIFY).
     package var pollInterval: Duration = .seconds(5)
 
@@ -30,9 +30,13 @@ package struct NotifyConfiguration: Sendable {
     /// Whether anything is to be sent.
     package var isEnabled: Bool { !urls.isEmpty }
 
-    /// How long a lane holds the rows it took: every request of a batch at its limit, and some margin. A lane of a
-    /// daemon that died gives its rows back to the others after this long.
-    var lease: Duration { timeout * batch + .seconds(10) }
+    /// How long a lane holds the rows it took: two requests at their limit and some margin, renewed before a request
+    /// that would start with less than one request's time left. A lane of a daemon that died gives its rows back
+    /// to the others after this long.
+    var lease: Duration { timeout * 2 + .seconds(10) }
+    /// How long a lane woken by a new row waits for more to come before it takes them: a burst of shares is taken
+    /// in batches (one durable commit each) instead of a transaction per share.
+    var gather: Duration { .milliseconds(20) }
 
     /// The delay before the attempt after `attempts` failed ones: `backoff` doubled per attempt, at most
     /// `maxBackoff`, times a random factor in [0.5, 1) so that receivers coming back are not hit all at once.
