@@ -105,14 +105,19 @@ extension LedgerStore {
             // power cut could still take back — recovery would then report it again under another id.
             durable: true)[0]
         var rows = taken.rows.map(OutboxRow.init(row:)).sorted { $0.seq < $1.seq }
+        let missing = rows.indices.filter { rows[$0].body == nil }
+        guard !missing.isEmpty else { return rows }
+        // Every missing body's share read in one transaction, and stored in one more.
+        let results = try driver.execute(missing.flatMap { Self.bodyQueries(shareID: rows[$0].shareID) }, durable: false)
         var bodies: [SQLStatement] = []
-        for index in rows.indices where rows[index].body == nil {
-            let body = try notificationBody(rows[index])
+        for (position, index) in missing.enumerated() {
+            let body = try Self.notificationBody(
+                rows[index], share: results[2 * position], attachments: results[2 * position + 1])
             rows[index].body = body
             bodies.append(SQLStatement(
                 "UPDATE outbox SET body = ? WHERE id = ? AND body IS NULL", [.text(body), .text(rows[index].id)]))
         }
-        if !bodies.isEmpty { _ = try driver.execute(bodies, durable: false) }
+        _ = try driver.execute(bodies, durable: false)
         return rows
     }
 
@@ -247,11 +252,10 @@ extension LedgerStore {
 
     // MARK: Payload
 
-    /// The JSON body of a row: its type, id and time, and the share as the ledger knows it — its app, its status
-    /// (the event's), and each attachment's file id, type, size, hash and original. Never content, names or text.
-    func notificationBody(_ row: OutboxRow) throws -> String {
-        let share = SQLValue.text(row.shareID)
-        let results = try driver.execute([
+    /// What a row's body is made of: the share's row, and its attachments' events with their contents.
+    static func bodyQueries(shareID: String) -> [SQLStatement] {
+        let share = SQLValue.text(shareID)
+        return [
             SQLStatement("SELECT source_app FROM shares WHERE id = ?", [share]),
             SQLStatement(
                 """
@@ -261,10 +265,15 @@ extension LedgerStore {
                 WHERE e.share_id = ? AND e.event IN ('staged', 'failed') AND e.attachment IS NOT NULL
                 ORDER BY e.attachment, e.seq
                 """, [share]),
-        ], durable: false)
+        ]
+    }
+
+    /// The JSON body of a row: its type, id and time, and the share as the ledger knows it — its app, its status
+    /// (the event's), and each attachment's file id, type, size, hash and original. Never content, names or text.
+    static func notificationBody(_ row: OutboxRow, share: SQLResult, attachments rows: SQLResult) throws -> String {
         var attachments: [NotificationPayload.Attachment] = []
         var seen = Set<Int64>()
-        for columns in results[1].rows {
+        for columns in rows.rows {
             guard let index = columns[0].integer, seen.insert(index).inserted else { continue }
             var duplicate: DuplicateOrigin?
             if let original = columns[5].text, let file = columns[6].text {
@@ -279,7 +288,7 @@ extension LedgerStore {
             type: row.type, id: row.id,
             timestamp: Date(timeIntervalSince1970: Double(row.createdAt) / 1000).rfc3339,
             share: .init(
-                shareId: row.shareID, sourceApp: results[0].rows.first?[0].text, title: nil, tags: [],
+                shareId: row.shareID, sourceApp: share.rows.first?[0].text, title: nil, tags: [],
                 status: NotificationType(rawValue: row.type)?.status ?? row.type, attachments: attachments))
         return try payload.json()
     }

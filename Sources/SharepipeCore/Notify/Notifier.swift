@@ -37,6 +37,9 @@ final class Notifier: Sendable {
         for index in 0..<configuration.lanes {
             Thread { [self] in
                 System.nameCurrentThread("sp-notify-\(index)")
+                // Deliveries are background work: in a burst on a busy machine the ingest and the consumer go
+                // first, and the lanes catch up as soon as they leave a core free.
+                System.lowerCurrentThreadPriority(to: 10)
                 lane()
                 bell.lock()
                 running -= 1
