@@ -64,7 +64,8 @@ struct NotificationsRetryCommand: Command {
     static let abstract = "Deliver failed webhook events again, with a fresh --notify-max-age."
     static let options: [any OptionDeclaration] = [ProcessorOptions.state] + LedgerOptions.all + [CommonOptions.json]
     static let positionals = [
-        Positional("EVENT-ID", .zeroOrMore, help: "Event ids as \"notifications ls\" shows them; none: every failed one."),
+        Positional(
+            "EVENT-ID", .zeroOrMore, help: "Event ids as \"notifications ls\" shows them; none: every failed one."),
     ]
     static let discussion = """
         A running daemon with --notify delivers them at once (same event ids, so receivers can tell a repeat).

@@ -33,7 +33,8 @@ enum NotifyOptions {
             guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.count > 8,
                 !url.contains(where: { $0 == " " || $0 == "\n" })
             else {
-                throw ValidationError(option: notify, "expected an http:// or https:// URL, got \(url.debugDescription)")
+                throw ValidationError(
+                    option: notify, "expected an http:// or https:// URL, got \(url.debugDescription)")
             }
             if !configuration.urls.contains(url) { configuration.urls.append(url) }
         }

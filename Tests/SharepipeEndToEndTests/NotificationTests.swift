@@ -224,7 +224,9 @@ struct NotificationTests {
         try await withTemporaryDirectory { dir in
             let sandbox = try Sandbox(root: dir)
             try await sandbox.receiver.start(delay: 0.02)
-            let ledger = ["--ledger", try notificationTestDatabase(), "--ledger-lease", "1500", "--notify-timeout", "1000"]
+            let ledger = [
+                "--ledger", try notificationTestDatabase(), "--ledger-lease", "1500", "--notify-timeout", "1000",
+            ]
             let count = 60
             var daemons: [SharepipeProcess] = []
             for _ in 0..<3 { daemons.append(try await sandbox.daemon(["--workers", "2"], ledger: ledger)) }

@@ -46,8 +46,9 @@ extension LedgerStore {
                 type = NotificationType(event: event.event)
             }
             guard let type, targets.events.contains(type) else { continue }
-            statements += outboxInserts(type: type, urls: targets.urls, source: "FROM shares WHERE \(condition)\(extra)",
-                                        bound: bound + values, shareID: nil)
+            statements += outboxInserts(
+                type: type, urls: targets.urls, source: "FROM shares WHERE \(condition)\(extra)",
+                bound: bound + values, shareID: nil)
         }
         return statements
     }
@@ -108,7 +109,8 @@ extension LedgerStore {
         let missing = rows.indices.filter { rows[$0].body == nil }
         guard !missing.isEmpty else { return rows }
         // Every missing body's share read in one transaction, and stored in one more.
-        let results = try driver.execute(missing.flatMap { Self.bodyQueries(shareID: rows[$0].shareID) }, durable: false)
+        let queries = missing.flatMap { Self.bodyQueries(shareID: rows[$0].shareID) }
+        let results = try driver.execute(queries, durable: false)
         var bodies: [SQLStatement] = []
         for (position, index) in missing.enumerated() {
             let body = try Self.notificationBody(
@@ -277,8 +279,8 @@ extension LedgerStore {
             guard let index = columns[0].integer, seen.insert(index).inserted else { continue }
             var duplicate: DuplicateOrigin?
             if let original = columns[5].text, let file = columns[6].text {
-                duplicate = DuplicateOrigin(
-                    shareId: original, fileId: file, createdAt: (columns[7].date ?? Date(timeIntervalSince1970: 0)).rfc3339)
+                let createdAt = (columns[7].date ?? Date(timeIntervalSince1970: 0)).rfc3339
+                duplicate = DuplicateOrigin(shareId: original, fileId: file, createdAt: createdAt)
             }
             attachments.append(.init(
                 fileId: columns[3].text, typeIdentifier: columns[1].text, bytes: columns[2].integer,

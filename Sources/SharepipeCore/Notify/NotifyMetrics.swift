@@ -22,7 +22,8 @@ final class NotifyMetrics: Sendable {
     var samples: [(String, String, String, [(String, String)])] {
         let (pending, failed) = counts.withLock { ($0.pending, $0.failed) }
         return [
-            ("notifications_pending", "gauge", "Notification deliveries not yet acknowledged.", [("", String(pending))]),
+            ("notifications_pending", "gauge", "Notification deliveries not yet acknowledged.",
+             [("", String(pending))]),
             ("notifications_failed", "gauge", "Notification deliveries kept as failed after --notify-max-age.",
              [("", String(failed))]),
         ]
