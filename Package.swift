@@ -18,27 +18,50 @@ let package = Package(
         // issue 19: HTTP ingest over libmicrohttpd
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "CSharepipeShims"),
+        // issue 28: the floors, lowest first; a floor imports only the floors below it (scripts/check-layers.sh).
+        .target(name: "SharepipeSystem", dependencies: ["CMagic", "CCrypto", "CSharepipeShims"]),
+        .target(name: "SharepipeLedger", dependencies: ["SharepipeSystem", "CSQLite", "CPQ"]),
+        .target(name: "SharepipeSpool", dependencies: ["SharepipeLedger", "SharepipeSystem"]),
+        .target(
+            name: "SharepipeIngest",
+            dependencies: ["SharepipeSpool", "SharepipeLedger", "SharepipeSystem", "CMicroHTTPD"]
+        ),
+        .target(
+            name: "SharepipeDaemon",
+            dependencies: ["SharepipeIngest", "SharepipeSpool", "SharepipeLedger", "SharepipeSystem"]
+        ),
         .target(
             name: "SharepipeCore",
-            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims", "CMicroHTTPD"]
+            dependencies: ["SharepipeDaemon", "SharepipeIngest", "SharepipeSpool", "SharepipeLedger", "SharepipeSystem"]
         ),
-        .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
+        // Scripted providers for `share --scenario`, `matrix` and the harnesses: not in the production library.
+        .target(name: "SharepipeScenario", dependencies: ["SharepipeIngest", "SharepipeSystem"]),
+        .target(
+            name: "SharepipeTesting",
+            dependencies: ["SharepipeCore", "SharepipeScenario", "SharepipeExtensionKit"]
+        ),
         // --- issue 20: the extension kit and its tests ---
         .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
         .testTarget(
             name: "SharepipeExtensionKitTests",
-            dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe"]
+            dependencies: [
+                "SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "SharepipeScenario", "sharepipe",
+            ]
         ),
         // --- end issue 20 ---
-        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
+        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeScenario"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
         .executableTarget(name: "LatencyBenchmark", path: "Benchmarks/LatencyBenchmark"),
-        .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore", "SharepipeTesting"]),
-        .testTarget(name: "SharepipeTestingTests", dependencies: ["SharepipeTesting", "SharepipeCore"]),
+        .testTarget(
+            name: "SharepipeCoreTests", dependencies: ["SharepipeCore", "SharepipeScenario", "SharepipeTesting"]
+        ),
+        .testTarget(
+            name: "SharepipeTestingTests", dependencies: ["SharepipeTesting", "SharepipeCore", "SharepipeScenario"]
+        ),
         .testTarget(
             name: "SharepipeEndToEndTests",
-            dependencies: ["sharepipe", "SharepipeCore"]
+            dependencies: ["sharepipe", "SharepipeCore", "SharepipeScenario"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import Synchronization
 
 /// `sharepipe share`: simulates one multi-attachment share, loads it into the spool and prints the receipt.

@@ -3,6 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 import SharepipeTesting
 
 /// Issue 21: the duplicate check. The plan (pure), the ledgers' reservation (both backends: the window's edge, what
