@@ -12,6 +12,17 @@ floors="CSharepipeShims CMagic CSQLite CCrypto CPQ CMicroHTTPD
 SharepipeSystem SharepipeLedger SharepipeSpool SharepipeIngest SharepipeDaemon SharepipeScenario SharepipeCore
 SharepipeExtensionKit SharepipeTesting sharepipe"
 
+# The engine reads no environment (STYLE 14: faults are injected, not read) except this documented configuration:
+# SHAREPIPE_FS_FALLBACKS (docs/spool.md), systemd's STATE_DIRECTORY, and the environment an exec processor inherits.
+engine="Sources/SharepipeSystem Sources/SharepipeLedger Sources/SharepipeSpool Sources/SharepipeIngest Sources/SharepipeDaemon"
+allowed="Spool/FileSystemCapabilities.swift|Spool/Spool.swift|Consumer/ExecProcessor.swift"
+# shellcheck disable=SC2086
+if reads=$(grep -rnE 'getenv\(|ProcessInfo\.processInfo\.environment' $engine | grep -vE "($allowed):"); then
+    echo "check-layers: the engine reads the environment (inject the value at construction instead):" >&2
+    echo "$reads" >&2
+    exit 1
+fi
+
 FLOORS="$floors" exec perl -e '
 use strict; use warnings;
 my $verbose = grep { $_ eq "-v" } @ARGV;

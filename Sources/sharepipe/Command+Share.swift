@@ -201,7 +201,7 @@ struct ShareCommand: Command {
         }
         let spool: Spool
         do {
-            spool = try Spool(root: stateDirectory, ledger: ledger)
+            spool = try Spool(root: stateDirectory, ledger: ledger, faults: .fromEnvironment())
         } catch {
             let shareError = error as? ShareError ?? ShareError(.containerUnavailable, "\(error)")
             return try ShareReceipt.refused(.failed, shareError, providers: providers)

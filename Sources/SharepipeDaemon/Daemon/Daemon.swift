@@ -56,7 +56,8 @@ package struct Daemon: Sendable {
     /// Runs until stopped (or, with `oneshot`, until what was present is done); returns the exit status.
     package func run() async throws -> Int32 {
         System.raiseDescriptorLimit()
-        let spool = try Spool(root: configuration.state, ledger: configuration.ledger, logger: logger)
+        let spool = try Spool(
+            root: configuration.state, ledger: configuration.ledger, logger: logger, faults: configuration.faults)
         let report = try spool.recover()
         logger.info("daemon.recovered", [
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),

@@ -44,6 +44,8 @@ package struct DaemonConfiguration: Sendable {
     package var metricsFile: String?
     /// Ingest and consume what is present, then exit.
     package var oneshot = false
+    /// Faults injected into the spool's executor (the crash tests); none in production.
+    package var faults: LifecycleFaults?
     /// Shares ingested at the same time.
     package var ingestConcurrency = 64
 

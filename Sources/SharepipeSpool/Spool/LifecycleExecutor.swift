@@ -9,8 +9,8 @@ import Synchronization
 /// paid once per batch; a lone share is a batch of one at once. The other transitions (claim, retry, quarantine,
 /// release, requeue, purge, recovery) run on the caller's thread, one run each, through the same `perform`.
 ///
-/// `SHAREPIPE_CRASH_AFTER=<transition>.<action>` kills the process right after that action (the crash tests stop
-/// at every one); `injectedFailure` makes an action fail instead of being performed (the failure-path tests).
+/// Its `LifecycleFaults`, given by whoever opened the spool, may kill the process right after an action (the crash
+/// tests stop at every one) or fail an action instead of performing it (the failure-path tests).
 package final class LifecycleExecutor: Sendable {
     /// Shares per publish batch, and bytes.
     static let maxShares = 256
@@ -18,9 +18,6 @@ package final class LifecycleExecutor: Sendable {
     /// A batch that starts within this long (ns) of the last one's end waits `gatherMicroseconds` for company.
     static let busyWindow: UInt64 = 5_000_000
     static let gatherMicroseconds: UInt32 = 4_000
-
-    /// The crash point the environment asks for.
-    static let crashAfter = ProcessInfo.processInfo.environment["SHAREPIPE_CRASH_AFTER"]
 
     /// What became of a share handed over for publishing.
     package enum PublishOutcome: Sendable {
@@ -93,15 +90,11 @@ package final class LifecycleExecutor: Sendable {
     private let reserveLane = WorkerThread(name: "sp-reserve")
     /// Completions queued at most before `complete` waits: each holds its claim's directory open.
     let maxCompletions = min(128, max(8, (System.descriptorLimit() - 96) / 4))
-    /// An action (by crash-point name) to fail instead of performing it.
-    let injectedFailure = Mutex<String?>(nil)
-    /// Publish batches run so far (each one durability barrier).
-    let batchesPublished = Atomic<Int>(0)
-    /// While set, no publish batch starts: submissions queue up (tests of batching).
-    private let holding = NSCondition()
-    nonisolated(unsafe) private var held = false
+    /// Injected faults; nil in production.
+    package let faults: LifecycleFaults?
 
-    init() {
+    init(faults: LifecycleFaults?) {
+        self.faults = faults
         publishLane.start()
         completeLane.start()
         reserveLane.start()
@@ -111,14 +104,6 @@ package final class LifecycleExecutor: Sendable {
         publishLane.stop()
         completeLane.stop()
         reserveLane.stop()
-    }
-
-    /// Holds (or lets go of) the next publish batch.
-    func hold(_ hold: Bool) {
-        holding.lock()
-        held = hold
-        holding.broadcast()
-        holding.unlock()
     }
 
     /// Shares waiting for the next publish batch.
@@ -198,9 +183,7 @@ package final class LifecycleExecutor: Sendable {
     private func drainPublishes(_ spool: Spool) {
         var lastBatchEnded: UInt64 = 0
         while true {
-            holding.lock()
-            while held { holding.wait() }
-            holding.unlock()
+            faults?.waitWhileHeld()
             Self.gather(after: lastBatchEnded, queued: queuedPublishes, enough: Self.maxShares / 4)
             let batch: [PendingPublish] = queues.withLock { queues in
                 var taken: [PendingPublish] = []
@@ -215,7 +198,7 @@ package final class LifecycleExecutor: Sendable {
                 return taken
             }
             if batch.isEmpty { return }
-            batchesPublished.add(1, ordering: .relaxed)
+            faults?.batchesPublished.add(1, ordering: .relaxed)
             var run = ShareLifecycle.publish(batch.map(\.record))
             let context = RunContext(sources: Dictionary(
                 batch.compactMap { pending in pending.sources.map { (pending.record.manifest.shareId, $0) } },
@@ -343,7 +326,7 @@ package final class LifecycleExecutor: Sendable {
         while case .perform(let action) = step {
             let point = run.crashPoint(action)
             let event: ShareLifecycle.Event
-            if injectedFailure.withLock({ $0 }) == point {
+            if let faults, faults.failure.withLock({ $0 }) == point {
                 event = .failed(ShareError(.io, "injected failure at \(point)", errno: Errno.io))
             } else {
                 do {
@@ -358,7 +341,7 @@ package final class LifecycleExecutor: Sendable {
                     ("shares", .int(Int64(run.shares.count))), ("errno", .int(Int64(error.errno ?? 0))),
                 ])
             }
-            if Self.crashAfter == point { System.killSelf() }
+            if let faults, faults.crashAfter == point { System.killSelf() }
             if stop == point { return .finished(failed: [:]) }
             step = run.handle(event, after: action)
         }

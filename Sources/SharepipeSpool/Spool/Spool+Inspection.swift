@@ -6,7 +6,9 @@ extension Spool {
     /// Opens a state directory that must already exist; unlike `init(root:)` it never creates the directory, so
     /// looking at a mistyped `--state` leaves nothing behind. Missing, or not a directory:
     /// ERR_CONTAINER_UNAVAILABLE.
-    package static func openExisting(root: String, ledger: LedgerLocation = .sqlite) throws -> Spool {
+    package static func openExisting(
+        root: String, ledger: LedgerLocation = .sqlite, faults: LifecycleFaults? = nil
+    ) throws -> Spool {
         let status: FileStatus?
         do {
             status = try System.lstatIfPresent(root)
@@ -21,7 +23,7 @@ extension Spool {
             throw ShareError(
                 .containerUnavailable, "state directory \(root) is not a directory", errno: Errno.notDirectory)
         }
-        return try Spool(root: root, ledger: ledger)
+        return try Spool(root: root, ledger: ledger, faults: faults)
     }
 
     /// The stage a share's directory is in, or nil when no stage holds it.

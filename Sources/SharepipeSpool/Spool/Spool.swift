@@ -68,13 +68,20 @@ public final class Spool: Sendable {
     /// Opens the spool at `root` with its ledger (the embedded SQLite one unless told otherwise), creating its
     /// layout and ledger when missing; a directory or ledger that cannot be used is ERR_CONTAINER_UNAVAILABLE.
     public convenience init(root: String, ledger: LedgerLocation = .sqlite, logger: Logger? = nil) throws {
+        try self.init(root: root, ledger: ledger, logger: logger, faults: nil)
+    }
+
+    /// Opens the spool with faults injected into its executor (the crash and failure-path tests).
+    package convenience init(
+        root: String, ledger: LedgerLocation = .sqlite, logger: Logger? = nil, faults: LifecycleFaults?
+    ) throws {
         let trimmed = Self.trimmed(root)
         try Self.prepare(root: trimmed)
-        try self.init(root: trimmed, ledger: try ledger.open(root: trimmed), logger: logger)
+        try self.init(root: trimmed, ledger: try ledger.open(root: trimmed), logger: logger, faults: faults)
     }
 
     /// Opens the spool at `root` with the given ledger.
-    init(root: String, ledger: LedgerStore, logger: Logger?) throws {
+    init(root: String, ledger: LedgerStore, logger: Logger?, faults: LifecycleFaults? = nil) throws {
         self.root = Self.trimmed(root)
         try Self.prepare(root: self.root)
         id = try Self.identity(root: self.root)
@@ -89,7 +96,7 @@ public final class Spool: Sendable {
         barrier = DurabilityBarrier(capabilities)
         recycler = ShareRecycler(
             root: directories.root, rootPath: self.root, enabled: capabilities.syncfsIsBarrier)
-        executor = LifecycleExecutor()
+        executor = LifecycleExecutor(faults: faults)
     }
 
     private static func trimmed(_ root: String) -> String {
