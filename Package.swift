@@ -6,8 +6,13 @@ let package = Package(
     products: [
         .library(name: "SharepipeCore", targets: ["SharepipeCore"]),
         .library(name: "SharepipeTesting", targets: ["SharepipeTesting"]),
+        // issue 28: scripted item providers and the scenario model, for tests and examples (not in SharepipeCore)
+        .library(name: "SharepipeScenario", targets: ["SharepipeScenario"]),
         // issue 20: Apple's share-extension API on Linux
         .library(name: "SharepipeExtensionKit", targets: ["SharepipeExtensionKit"]),
+        // issue 32: Apple's module names over the kit, so an extension's imports compile unchanged on Linux
+        .library(name: "UniformTypeIdentifiers", targets: ["UniformTypeIdentifiers"]),
+        .library(name: "MobileCoreServices", targets: ["MobileCoreServices"]),
         .executable(name: "sharepipe", targets: ["sharepipe"]),
     ],
     targets: [
@@ -42,10 +47,13 @@ let package = Package(
         ),
         // --- issue 20: the extension kit and its tests ---
         .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
+        .target(name: "UniformTypeIdentifiers", dependencies: ["SharepipeExtensionKit"]),
+        .target(name: "MobileCoreServices", dependencies: ["SharepipeExtensionKit"]),
         .testTarget(
             name: "SharepipeExtensionKitTests",
             dependencies: [
                 "SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "SharepipeScenario", "sharepipe",
+                "UniformTypeIdentifiers", "MobileCoreServices",
             ]
         ),
         // --- end issue 20 ---

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # The floors, lowest first. A target may import only targets on a lower floor (and the C modules below them all).
 floors="CSharepipeShims CMagic CSQLite CCrypto CPQ CMicroHTTPD
 SharepipeSystem SharepipeLedger SharepipeSpool SharepipeIngest SharepipeDaemon SharepipeScenario SharepipeCore
-SharepipeExtensionKit SharepipeTesting sharepipe"
+SharepipeExtensionKit UniformTypeIdentifiers MobileCoreServices SharepipeTesting sharepipe"
 
 # The engine reads no environment (STYLE 14: faults are injected, not read) except this documented configuration:
 # SHAREPIPE_FS_FALLBACKS (docs/spool.md), systemd's STATE_DIRECTORY, and the environment an exec processor inherits.
