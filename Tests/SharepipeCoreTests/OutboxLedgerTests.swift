@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeLedger
+@testable import SharepipeSystem
 
 /// The outbox (issue 33) on both ledgers: rows written exactly when the transition they report applies, taken one
 /// share event at a time in order, leased, put off, kept as failed past the maximum age, retried.

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeLedger
+@testable import SharepipeSystem
 
 /// Webhooks from the outbox (issue 33), through the built binary and a real receiver on 127.0.0.1
 /// (`WebhookReceiver`): signed, one id per event, in order per share, delivered through a receiver's failures and
