@@ -11,6 +11,7 @@
 """
 
 import asyncio
+import base64
 import ipaddress
 import os
 import sys
@@ -21,9 +22,10 @@ import aiohttp
 
 
 def upload(url, source, clients, seconds):
-    body = os.urandom(4096)
+    body = base64.b64encode(os.urandom(3072))
     latencies = []
     failed = [0]
+    outcomes = {}
     lock = threading.Lock()
     deadline = time.monotonic() + float(seconds)
 
@@ -36,14 +38,15 @@ def upload(url, source, clients, seconds):
                 try:
                     async with session.post(url, data=body, headers={"Content-Type": "text/plain"}) as response:
                         await response.read()
-                        ok = response.status == 201
-                except (aiohttp.ClientError, asyncio.TimeoutError):
-                    ok = False
+                        outcome = response.status
+                except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+                    outcome = type(error).__name__
                 with lock:
-                    if ok:
+                    if outcome == 201:
                         latencies.append(time.monotonic() - started)
                     else:
                         failed[0] += 1
+                        outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
     async def run():
         await asyncio.gather(*(client() for _ in range(int(clients))))
@@ -54,6 +57,8 @@ def upload(url, source, clients, seconds):
     def quantile(q):
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")
 
+    if outcomes:
+        print("failures: %s" % outcomes, file=sys.stderr)
     print("uploads %d failed %d p50 %.3f p99 %.3f" % (len(latencies), failed[0], quantile(0.5), quantile(0.99)))
 
 
