@@ -27,8 +27,8 @@ struct TypesCommand: CommandGroup {
     static let name = "types"
     static let abstract = "Look up type identifiers, their conformance and tags; sniff a file's type."
     static let subcommands: [any CommandNode.Type] = [
-        TypesShowCommand.self, TypesConformsCommand.self, TypesForExtensionCommand.self,
-        TypesForMIMECommand.self, TypesSniffCommand.self,
+        TypesShowCommand.self, TypesConformsCommand.self, TypesForTagCommand<FilenameExtensionTag>.self,
+        TypesForTagCommand<MIMETypeTag>.self, TypesSniffCommand.self,
     ]
 }
 
@@ -193,12 +193,27 @@ private struct TagLookup: Encodable {
 private let conformingTo = Option(
     "conforming-to", .string(placeholder: "TYPE"), help: "Consider only types that conform to TYPE.")
 
-/// `sharepipe types for-extension EXT`: the type for a filename extension.
-struct TypesForExtensionCommand: Command {
-    static let name = "for-extension"
-    static let abstract = "Print the type identifier for a filename extension."
-    static let options: [any OptionDeclaration] = [CommonOptions.json, CommonOptions.types, conformingTo]
-    static let positionals = [Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")]
+/// A kind of tag that `types for-…` looks a type up by: a filename extension or a MIME type.
+protocol TypeTagKind: Sendable {
+    /// The subcommand's word and abstract, and its positional.
+    static var command: String { get }
+    static var abstract: String { get }
+    static var positional: Positional { get }
+    /// The tag's key in the JSON output.
+    static var jsonKey: String { get }
+    /// The tag as given on the command line, checked and in the registry's form; a usage error otherwise.
+    static func tag(_ text: String) throws -> String
+    /// The type the registry maps `tag` to, among those conforming to `supertype` when given.
+    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String
+}
+
+/// `sharepipe types for-extension EXT` and `sharepipe types for-mime MIME`: the type for a tag, one command over
+/// the kind of tag.
+struct TypesForTagCommand<Kind: TypeTagKind>: Command {
+    static var name: String { Kind.command }
+    static var abstract: String { Kind.abstract }
+    static var options: [any OptionDeclaration] { [CommonOptions.json, CommonOptions.types, conformingTo] }
+    static var positionals: [Positional] { [Kind.positional] }
 
     let tag: String
     let supertype: String?
@@ -206,53 +221,57 @@ struct TypesForExtensionCommand: Command {
     let registry: TypeRegistry
 
     init(arguments: ParsedArguments) throws {
-        let text = arguments.positionals[0]
-        tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
-        guard !tag.isEmpty else {
-            throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
-        }
+        tag = try Kind.tag(arguments.positionals[0])
         supertype = arguments[conformingTo]
         json = arguments[CommonOptions.json]
         registry = try loadTypeRegistry(arguments)
     }
 
     func run() throws -> ExitCode {
-        let identifier = registry.type(forFilenameExtension: tag, conformingTo: supertype)
+        let identifier = Kind.type(for: tag, in: registry, conformingTo: supertype)
         let lookup = TagLookup(
-            tagKey: "extension", tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
+            tagKey: Kind.jsonKey, tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
         try json ? Output.printJSON(lookup) : Output.line(identifier)
         return .success
     }
 }
 
-/// `sharepipe types for-mime MIME`: the type for a MIME type.
-struct TypesForMIMECommand: Command {
-    static let name = "for-mime"
-    static let abstract = "Print the type identifier for a MIME type."
-    static let options: [any OptionDeclaration] = [CommonOptions.json, CommonOptions.types, conformingTo]
-    static let positionals = [Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")]
+/// A filename extension, with or without its dot.
+enum FilenameExtensionTag: TypeTagKind {
+    static let command = "for-extension"
+    static let abstract = "Print the type identifier for a filename extension."
+    static let positional = Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")
+    static let jsonKey = "extension"
 
-    let tag: String
-    let supertype: String?
-    let json: Bool
-    let registry: TypeRegistry
-
-    init(arguments: ParsedArguments) throws {
-        tag = arguments.positionals[0]
-        guard tag.contains("/") else {
-            throw ValidationError("MIME: expected a MIME type such as image/png, got \(tag.debugDescription)")
+    static func tag(_ text: String) throws -> String {
+        let tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
+        guard !tag.isEmpty else {
+            throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
         }
-        supertype = arguments[conformingTo]
-        json = arguments[CommonOptions.json]
-        registry = try loadTypeRegistry(arguments)
+        return tag
     }
 
-    func run() throws -> ExitCode {
-        let identifier = registry.type(forMIMEType: tag, conformingTo: supertype)
-        let lookup = TagLookup(
-            tagKey: "mimeType", tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
-        try json ? Output.printJSON(lookup) : Output.line(identifier)
-        return .success
+    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
+        registry.type(forFilenameExtension: tag, conformingTo: supertype)
+    }
+}
+
+/// A MIME type; its parameters are ignored.
+enum MIMETypeTag: TypeTagKind {
+    static let command = "for-mime"
+    static let abstract = "Print the type identifier for a MIME type."
+    static let positional = Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")
+    static let jsonKey = "mimeType"
+
+    static func tag(_ text: String) throws -> String {
+        guard text.contains("/") else {
+            throw ValidationError("MIME: expected a MIME type such as image/png, got \(text.debugDescription)")
+        }
+        return text
+    }
+
+    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
+        registry.type(forMIMEType: tag, conformingTo: supertype)
     }
 }
 
