@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test func aServiceOnItsOwnThreadRunsThere() async throws {
-        let thread = WorkerThread(name: "sp-test-lane")
+        let thread = Lane(name: "sp-test-lane")
         thread.start()
         defer { thread.stop() }
         let names = Mutex<[String]>([])

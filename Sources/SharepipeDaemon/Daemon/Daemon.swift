@@ -86,7 +86,7 @@ package struct Daemon: Sendable {
         // `incoming` only every few seconds.
         spool.onPublish { consumer.wake() }
         let live = LiveSettings(loader: configuration.loader)
-        let threads = (0..<Self.ingestThreads).map { WorkerThread(name: "sp-ingest-\($0)") }
+        let threads = (0..<Self.ingestThreads).map { Lane(name: "sp-ingest-\($0)") }
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
         let context = Context(
@@ -118,10 +118,10 @@ package struct Daemon: Sendable {
         let processor: ReloadableProcessor
         let live: LiveSettings
         let queue: IngestQueue
-        let threads: [WorkerThread]
+        let threads: [Lane]
 
         /// The thread for the n-th ingest task.
-        func thread(_ index: Int) -> WorkerThread { threads[index % threads.count] }
+        func thread(_ index: Int) -> Lane { threads[index % threads.count] }
     }
 
     private func ingester(_ context: Context) -> InboxIngester {

@@ -18,7 +18,7 @@ package final class BatchLane<Item: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
-    private let thread: WorkerThread
+    private let thread: Lane
     private let enough: Int
     private let take: @Sendable (inout [Item]) -> [Item]
     private let beforeBatch: @Sendable () -> Void
@@ -30,7 +30,7 @@ package final class BatchLane<Item: Sendable>: Sendable {
         name: String, enough: Int, take: @escaping @Sendable (inout [Item]) -> [Item],
         beforeBatch: @escaping @Sendable () -> Void = {}, afterTake: @escaping @Sendable () -> Void = {}
     ) {
-        thread = WorkerThread(name: name)
+        thread = Lane(name: name)
         self.enough = enough
         self.take = take
         self.beforeBatch = beforeBatch
