@@ -27,8 +27,8 @@ struct TypesCommand: CommandGroup {
     static let name = "types"
     static let abstract = "Look up type identifiers, their conformance and tags; sniff a file's type."
     static let subcommands: [any CommandNode.Type] = [
-        TypesShowCommand.self, TypesConformsCommand.self, TypesForTagCommand<FilenameExtensionTag>.self,
-        TypesForTagCommand<MIMETypeTag>.self, TypesSniffCommand.self,
+        TypesShowCommand.self, TypesConformsCommand.self, TypesForExtensionCommand.self,
+        TypesForMIMECommand.self, TypesSniffCommand.self,
     ]
 }
 
@@ -193,86 +193,99 @@ private struct TagLookup: Encodable {
 private let conformingTo = Option(
     "conforming-to", .string(placeholder: "TYPE"), help: "Consider only types that conform to TYPE.")
 
-/// A kind of tag that `types for-…` looks a type up by: a filename extension or a MIME type.
-protocol TypeTagKind: Sendable {
-    /// The subcommand's word and abstract, and its positional.
-    static var command: String { get }
-    static var abstract: String { get }
-    static var positional: Positional { get }
+/// A kind of tag that `types for-…` looks a type up by.
+enum TypeTagKind: Sendable {
+    case filenameExtension, mimeType
+
+    var command: String {
+        switch self {
+        case .filenameExtension: "for-extension"
+        case .mimeType: "for-mime"
+        }
+    }
+
+    var abstract: String {
+        "Print the type identifier for a " + (self == .filenameExtension ? "filename extension." : "MIME type.")
+    }
+
+    var positional: Positional {
+        switch self {
+        case .filenameExtension: Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")
+        case .mimeType: Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")
+        }
+    }
+
     /// The tag's key in the JSON output.
-    static var jsonKey: String { get }
+    var jsonKey: String { self == .filenameExtension ? "extension" : "mimeType" }
+
     /// The tag as given on the command line, checked and in the registry's form; a usage error otherwise.
-    static func tag(_ text: String) throws -> String
+    func tag(_ text: String) throws -> String {
+        switch self {
+        case .filenameExtension:
+            let tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
+            guard !tag.isEmpty else {
+                throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
+            }
+            return tag
+        case .mimeType:
+            guard text.contains("/") else {
+                throw ValidationError("MIME: expected a MIME type such as image/png, got \(text.debugDescription)")
+            }
+            return text
+        }
+    }
+
     /// The type the registry maps `tag` to, among those conforming to `supertype` when given.
-    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String
+    func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
+        switch self {
+        case .filenameExtension: registry.type(forFilenameExtension: tag, conformingTo: supertype)
+        case .mimeType: registry.type(forMIMEType: tag, conformingTo: supertype)
+        }
+    }
 }
 
 /// `sharepipe types for-extension EXT` and `sharepipe types for-mime MIME`: the type for a tag, one command over
 /// the kind of tag.
-struct TypesForTagCommand<Kind: TypeTagKind>: Command {
-    static var name: String { Kind.command }
-    static var abstract: String { Kind.abstract }
-    static var options: [any OptionDeclaration] { [CommonOptions.json, CommonOptions.types, conformingTo] }
-    static var positionals: [Positional] { [Kind.positional] }
+protocol TypesForTagCommand: Command {
+    static var kind: TypeTagKind { get }
+    init(tag: String, supertype: String?, json: Bool, registry: TypeRegistry)
+    var tag: String { get }
+    var supertype: String? { get }
+    var json: Bool { get }
+    var registry: TypeRegistry { get }
+}
 
-    let tag: String
-    let supertype: String?
-    let json: Bool
-    let registry: TypeRegistry
+extension TypesForTagCommand {
+    static var name: String { kind.command }
+    static var abstract: String { kind.abstract }
+    static var options: [any OptionDeclaration] { [CommonOptions.json, CommonOptions.types, conformingTo] }
+    static var positionals: [Positional] { [kind.positional] }
 
     init(arguments: ParsedArguments) throws {
-        tag = try Kind.tag(arguments.positionals[0])
-        supertype = arguments[conformingTo]
-        json = arguments[CommonOptions.json]
-        registry = try loadTypeRegistry(arguments)
+        self.init(
+            tag: try Self.kind.tag(arguments.positionals[0]), supertype: arguments[conformingTo],
+            json: arguments[CommonOptions.json], registry: try loadTypeRegistry(arguments))
     }
 
     func run() throws -> ExitCode {
-        let identifier = Kind.type(for: tag, in: registry, conformingTo: supertype)
+        let identifier = Self.kind.type(for: tag, in: registry, conformingTo: supertype)
         let lookup = TagLookup(
-            tagKey: Kind.jsonKey, tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
+            tagKey: Self.kind.jsonKey, tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
         try json ? Output.printJSON(lookup) : Output.line(identifier)
         return .success
     }
 }
 
-/// A filename extension, with or without its dot.
-enum FilenameExtensionTag: TypeTagKind {
-    static let command = "for-extension"
-    static let abstract = "Print the type identifier for a filename extension."
-    static let positional = Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")
-    static let jsonKey = "extension"
-
-    static func tag(_ text: String) throws -> String {
-        let tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
-        guard !tag.isEmpty else {
-            throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
-        }
-        return tag
-    }
-
-    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
-        registry.type(forFilenameExtension: tag, conformingTo: supertype)
-    }
+/// `sharepipe types for-extension EXT`: the type for a filename extension.
+struct TypesForExtensionCommand: TypesForTagCommand {
+    static let kind = TypeTagKind.filenameExtension
+    let tag: String, supertype: String?, json: Bool, registry: TypeRegistry
 }
 
-/// A MIME type; its parameters are ignored.
-enum MIMETypeTag: TypeTagKind {
-    static let command = "for-mime"
-    static let abstract = "Print the type identifier for a MIME type."
-    static let positional = Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")
-    static let jsonKey = "mimeType"
-
-    static func tag(_ text: String) throws -> String {
-        guard text.contains("/") else {
-            throw ValidationError("MIME: expected a MIME type such as image/png, got \(text.debugDescription)")
-        }
-        return text
-    }
-
-    static func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
-        registry.type(forMIMEType: tag, conformingTo: supertype)
-    }
+/// `sharepipe types for-mime MIME`: the type for a MIME type.
+struct TypesForMIMECommand: TypesForTagCommand {
+    static let kind = TypeTagKind.mimeType
+    let tag: String, supertype: String?, json: Bool, registry: TypeRegistry
 }
 
 /// `sharepipe types sniff FILE`: what libmagic says the content is, and the type that maps to.

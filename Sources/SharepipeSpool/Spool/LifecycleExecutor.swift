@@ -96,24 +96,13 @@ package final class LifecycleExecutor: Sendable {
             },
             beforeBatch: { faults?.waitWhileHeld() })
         completeLane = BatchLane(
-            name: "sp-complete", enough: maxCompletions / 4,
-            take: { queue in
-                let taken = Array(queue.prefix(maxCompletions))
-                queue.removeFirst(taken.count)
-                return taken
-            },
+            name: "sp-complete", enough: maxCompletions / 4, take: BatchLane.first(maxCompletions),
             afterTake: { [room] in
                 room.lock()
                 room.broadcast()
                 room.unlock()
             })
-        reserveLane = BatchLane(
-            name: "sp-reserve", enough: maxShares / 4,
-            take: { queue in
-                let taken = Array(queue.prefix(maxShares))
-                queue.removeFirst(taken.count)
-                return taken
-            })
+        reserveLane = BatchLane(name: "sp-reserve", enough: maxShares / 4, take: BatchLane.first(maxShares))
     }
 
     /// Shares waiting for the next publish batch.

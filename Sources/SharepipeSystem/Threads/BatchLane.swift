@@ -42,6 +42,15 @@ package final class BatchLane<Item: Sendable>: Sendable {
         thread.stop()
     }
 
+    /// A `take` that removes up to `limit` items from the front of the queue.
+    package static func first(_ limit: Int) -> @Sendable (inout [Item]) -> [Item] {
+        { queue in
+            let taken = Array(queue.prefix(limit))
+            queue.removeFirst(taken.count)
+            return taken
+        }
+    }
+
     /// Items waiting for the next batch.
     package var queued: Int { state.withLock { $0.items.count } }
 
