@@ -423,12 +423,12 @@ final class RequestContext: @unchecked Sendable {
             let server = server
             phase = .waiting
             let task: @Sendable () async -> HTTPResponse = { [self] in
-                let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp)
+                let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp, details: body.details)
                 receiver.discard()
                 self.noteShare(receipt.shareId)
                 let response = HTTPIngest.response(for: receipt)
                 if let key, [201, 422].contains(response.status) {
-                    let stored = StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
+                    let stored = HTTPIngest.storedAnswer(for: receipt, response)
                     do {
                         try server.idempotency.store(stored, scope: scope, key: key)
                     } catch {

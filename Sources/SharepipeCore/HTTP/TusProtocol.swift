@@ -111,6 +111,11 @@ enum TusProtocol {
         case .success(let parsed): metadata = parsed
         case .failure(let error): return .failure(refusal(error))
         }
+        do {
+            _ = try ShareDetails.fromMetadata(metadata)
+        } catch {
+            return .failure(refusal(error))
+        }
         let (seconds, attoseconds) = expiry.components
         let expiresAt = now + seconds * 1000 + attoseconds / 1_000_000_000_000_000
         return .success(TusUpload(

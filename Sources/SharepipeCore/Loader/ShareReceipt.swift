@@ -20,6 +20,42 @@ public struct ShareReceipt: Codable, Sendable, Equatable {
     public var attachments: [AttachmentRecord]
     /// A share-level error (container, spool full, too many attachments, not activated).
     public var error: AttachmentRecord.ErrorInfo?
+    /// The share's title, text, userInfo and tags, written as the receipt's own keys.
+    public var details: ShareDetails = .empty
+
+    private enum CodingKeys: String, CodingKey {
+        case shareId, status, attachments, error
+    }
+
+    /// A receipt built in code.
+    public init(
+        shareId: String, status: Status, attachments: [AttachmentRecord], error: AttachmentRecord.ErrorInfo? = nil,
+        details: ShareDetails = .empty
+    ) {
+        self.shareId = shareId
+        self.status = status
+        self.attachments = attachments
+        self.error = error
+        self.details = details
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(shareId, forKey: .shareId)
+        try container.encode(status, forKey: .status)
+        try container.encode(attachments, forKey: .attachments)
+        try container.encodeIfPresent(error, forKey: .error)
+        try details.encode(to: encoder)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        shareId = try container.decode(String.self, forKey: .shareId)
+        status = try container.decode(Status.self, forKey: .status)
+        attachments = try container.decode([AttachmentRecord].self, forKey: .attachments)
+        error = try container.decodeIfPresent(AttachmentRecord.ErrorInfo.self, forKey: .error)
+        details = try ShareDetails(from: decoder)
+    }
 
     /// The process exit status the SPEC gives this outcome.
     public var exitStatus: Int32 {
