@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the loader did with a share: the id, the overall status and each attachment's outcome.
 public struct ShareReceipt: Codable, Sendable, Equatable {
     /// The overall outcome, as the SPEC names it.
@@ -65,5 +67,20 @@ public struct ShareReceipt: Codable, Sendable, Equatable {
         case .failed: 1
         case .rejected: 4
         }
+    }
+
+    /// A share refused whole before anything was loaded: the share-level error, and every attachment failed with it.
+    package static func refused(
+        _ status: Status, _ error: ShareError, providers: [any ItemProvider], details: ShareDetails = .empty
+    ) -> ShareReceipt {
+        let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+        return ShareReceipt(
+            shareId: UUID.random().uuidString, status: status,
+            attachments: providers.enumerated().map { index, provider in
+                AttachmentRecord(
+                    index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
+                    suggestedName: provider.suggestedName, error: info)
+            },
+            error: info, details: details)
     }
 }
