@@ -22,7 +22,8 @@ public struct ShareReceipt: Codable, Sendable, Equatable {
     public var attachments: [AttachmentRecord]
     /// A share-level error (container, spool full, too many attachments, not activated).
     public var error: AttachmentRecord.ErrorInfo?
-    /// The share's title, text, userInfo and tags, written as the receipt's own keys.
+    /// The share's title, text, userInfo and tags, written as the receipt's own keys when it has any of them (all four
+    /// then, null and [] for those it lacks).
     public var details: ShareDetails = .empty
 
     private enum CodingKeys: String, CodingKey {
@@ -47,7 +48,7 @@ public struct ShareReceipt: Codable, Sendable, Equatable {
         try container.encode(status, forKey: .status)
         try container.encode(attachments, forKey: .attachments)
         try container.encodeIfPresent(error, forKey: .error)
-        try details.encode(to: encoder)
+        if !details.isEmpty { try details.encode(to: encoder) }
     }
 
     public init(from decoder: any Decoder) throws {
