@@ -284,7 +284,8 @@ struct MatrixResult {
             if got.text != details.text { failures.append("text: not the expected one") }
             if got.userInfo != details.userInfo { failures.append("userInfo: not the expected one") }
             if got.tags != details.tags {
-                failures.append("tags: expected \(details.tags.joined(separator: ",")), got \(got.tags.joined(separator: ","))")
+                let (expected, found) = (details.tags.joined(separator: ","), got.tags.joined(separator: ","))
+                failures.append("tags: expected \(expected), got \(found)")
             }
         }
     }

@@ -78,7 +78,8 @@ struct ShareCommand: Command {
         ERR_TOO_LARGE (the share is rejected whole, exit 4); a --user-info that is not a JSON object is a usage \
         error.
 
-        A scenario is a JSON object: "sourceApp", "title", "text", "userInfo", "tags" and "attachments", each with "suggestedName" and \
+        A scenario is a JSON object: "sourceApp", "title", "text", "userInfo", "tags" and "attachments", each \
+        with "suggestedName" and \
         "representations"; a representation has "type" (required), "kind" (file or data, default file), "path" \
         (relative to the scenario file; required unless "error", "noFile" or "neverCalls" is set), "delayMs", \
         "error" (an ERR_* code), "noFile", "neverCalls", "afterCallback" (keep, delete or move, default keep), and \

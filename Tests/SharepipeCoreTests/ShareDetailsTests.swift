@@ -90,8 +90,8 @@ struct ShareDetailsTests {
 
             let out = dir + "/env"
             let command = """
-                env | grep '^SHAREPIPE_\\(TITLE\\|TAGS\\)=' | sort > '\(out)' && cat "$SHAREPIPE_SHARE_JSON" > '\(out).json' \
-                && printf '%s' "$SHAREPIPE_SHARE_JSON" > '\(out).path'
+                env | grep '^SHAREPIPE_\\(TITLE\\|TAGS\\)=' | sort > '\(out)' \
+                && cat "$SHAREPIPE_SHARE_JSON" > '\(out).json' && printf '%s' "$SHAREPIPE_SHARE_JSON" > '\(out).path'
                 """
             let summary = try await Consumer(
                 spool: spool, processor: ExecProcessor(command: command, environment: ["TMPDIR": dir]),

@@ -24,7 +24,7 @@ struct MatrixCommandTests {
     @Test func defaultsToTheFixturesOfTheCurrentDirectory() throws {
         let result = try runSharepipe(["matrix"], currentDirectory: packageRoot)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("15 scenarios: 15 passed, 0 failed"))
+        #expect(result.stdout.contains("16 scenarios: 16 passed, 0 failed"))
         #expect(result.stdout.contains("photo-heic-plus-jpeg"))
         #expect(result.stdout.contains("com.apple.mobileslideshow"))
     }
@@ -39,7 +39,7 @@ struct MatrixCommandTests {
             let junit = dir + "/junit.xml"
             let result = try runSharepipe(["matrix", scenarios, "--junit", junit])
             #expect(result.status == 1)
-            #expect(result.stdout.contains("15 scenarios: 14 passed, 1 failed"))
+            #expect(result.stdout.contains("16 scenarios: 15 passed, 1 failed"))
             #expect(result.stdout.contains(
                 "FAIL pdf-from-files: attachment 0: expected copied public.jpeg -, got copied com.adobe.pdf -"))
             let xml = try String(contentsOfFile: junit, encoding: .utf8)

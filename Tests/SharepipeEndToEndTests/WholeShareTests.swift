@@ -23,6 +23,12 @@ struct WholeShareTests {
         """
     }
 
+    /// A `share` part or share.json with the secret title and text.
+    static func description(userInfo: String, tags: [String]) -> String {
+        let list = tags.map { "\"\($0)\"" }.joined(separator: ", ")
+        return #"{"title": "\#(secretTitle)", "text": "\#(secretText)", "userInfo": \#(userInfo), "tags": [\#(list)]}"#
+    }
+
     /// What the exec command saw for one share.
     struct Dump {
         var title: String
@@ -34,7 +40,8 @@ struct WholeShareTests {
 
         init(_ directory: String) throws {
             func text(_ name: String) throws -> String {
-                String(decoding: try #require(FileManager.default.contents(atPath: directory + "/" + name)), as: UTF8.self)
+                let data = try #require(FileManager.default.contents(atPath: directory + "/" + name))
+                return String(decoding: data, as: UTF8.self)
             }
             title = try text("title")
             tags = try text("tags")
@@ -51,7 +58,8 @@ struct WholeShareTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let flags = [
-                "--title", Self.secretTitle, "--text", Self.secretText, "--user-info", #"{"url": "https://e.com/a", "n": 3}"#,
+                "--title", Self.secretTitle, "--text", Self.secretText,
+                "--user-info", #"{"url": "https://e.com/a", "n": 3}"#,
                 "--tag", "invoices", "--tag", "2026,paid",
             ]
             let result = try runSharepipe(
@@ -98,7 +106,9 @@ struct WholeShareTests {
                   "attachments": [ { "suggestedName": "r.pdf", "representations": [
                     { "type": "com.adobe.pdf", "path": "\(fixturePath("files/document.pdf"))" } ] } ] }
                 """)
-            let scripted = try runSharepipe(["share", "--state", state, "--json", "--scenario", scenario, "--tag", "cash"])
+            let scripted = try runSharepipe([
+                "share", "--state", state, "--json", "--scenario", scenario, "--tag", "cash",
+            ])
             #expect(scripted.status == 0, "\(scripted.stderr)")
             #expect(try scripted.jsonObject["tags"] as? [String] == ["receipts", "cash"])
             #expect(try scripted.jsonObject["title"] as? String == "Receipt 42")
@@ -144,7 +154,7 @@ struct WholeShareTests {
             var shares: [String: String] = [:]
 
             // Multipart: the share part.
-            let part = #"{"title": "\#(Self.secretTitle)", "text": "\#(Self.secretText)", "userInfo": \#(userInfo), "tags": ["web", "reading"]}"#
+            let part = Self.description(userInfo: userInfo, tags: ["web", "reading"])
             let multipart = try await curlResponse([
                 "-F", "share=\(part);type=application/json", "-F", "page=@\(fixturePath("files/page.html"))",
                 daemon.baseURL + "/v1/shares",
@@ -187,12 +197,13 @@ struct WholeShareTests {
                 "-H", "Upload-Offset: 0", "--data-binary", "@" + notes, location,
             ])
             #expect(patched.status == 204, "\(patched.body)")
-            shares["tus"] = try #require(patched.headers["sharepipe-share-id"])
+            let tusShare: String = try #require(patched.headers["sharepipe-share-id"])
+            shares["tus"] = tusShare
 
             // The inbox: a folder two levels deep, with its share.json.
             let drop = dir + "/outside/invoices"
             try writeFile(drop + "/2026/x.pdf", try fixtureContents("files/document.pdf"))
-            try writeFile(drop + "/share.json", #"{"title": "\#(Self.secretTitle)", "text": "\#(Self.secretText)", "userInfo": \#(userInfo), "tags": ["acme"]}"#)
+            try writeFile(drop + "/share.json", Self.description(userInfo: userInfo, tags: ["acme"]))
             try FileManager.default.moveItem(atPath: drop, toPath: sandbox.inbox + "/invoices")
 
             #expect(try await eventually(.seconds(90)) {
@@ -200,7 +211,9 @@ struct WholeShareTests {
             }, "\(directoryEntries(dumps)); \(daemon.process.stderrSoFar)")
             let folderShare = try #require(directoryEntries(dumps).first { !shares.values.contains($0) })
             shares["inbox"] = folderShare
-            let tags = ["multipart": "web,reading", "single": "scans,été", "tus": "tus,notes", "inbox": "invoices,2026,acme"]
+            let tags = [
+                "multipart": "web,reading", "single": "scans,été", "tus": "tus,notes", "inbox": "invoices,2026,acme",
+            ]
             for (source, shareID) in shares {
                 let dump = try Dump(dumps + "/" + shareID)
                 #expect(dump.title == Self.secretTitle, "\(source)")
@@ -219,14 +232,16 @@ struct WholeShareTests {
 
             // Bad descriptions: refused whole, nothing lost.
             let badPart = try await curlResponse([
-                "-F", #"share={"userInfo": [1]};type=application/json"#, "-F", "page=@\(fixturePath("files/page.html"))",
+                "-F", #"share={"userInfo": [1]};type=application/json"#,
+                "-F", "page=@\(fixturePath("files/page.html"))",
                 daemon.baseURL + "/v1/shares",
             ])
             #expect(badPart.status == 400)
             #expect((try badPart.json["error"] as? [String: Any])?["code"] as? String == "ERR_BAD_REQUEST")
             let badTus = try await curlResponse([
                 "-H", "Tus-Resumable: 1.0.0", "-X", "POST", "-H", "Upload-Length: 3",
-                "-H", "Upload-Metadata: userInfo " + Data("42".utf8).base64EncodedString(), daemon.baseURL + "/v1/uploads/",
+                "-H", "Upload-Metadata: userInfo " + Data("42".utf8).base64EncodedString(),
+                daemon.baseURL + "/v1/uploads/",
             ])
             #expect(badTus.status == 400)
             let badFolder = dir + "/outside/broken"
@@ -262,7 +277,8 @@ struct WholeShareTests {
             ])
             #expect(multipart.status == 201, "\(multipart.body)")
             let single = try await curlResponse([
-                "-H", "Content-Type: application/pdf", "-H", "Sharepipe-Title: A/B: ../scan", "-H", "Sharepipe-Tags: scans",
+                "-H", "Content-Type: application/pdf", "-H", "Sharepipe-Title: A/B: ../scan",
+                "-H", "Sharepipe-Tags: scans",
                 "-H", "Content-Disposition: attachment; filename=scan.pdf",
                 "--data-binary", "@" + fixturePath("files/document.pdf"), daemon.baseURL + "/v1/shares",
             ])

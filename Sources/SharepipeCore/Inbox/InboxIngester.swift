@@ -59,7 +59,8 @@ struct InboxIngester: Sendable {
             var folders: [InboxDirectory] = []
             var tags: [String] = []
             let description = Self.readShareJSON(in: folder)
-            switch (walk(folder, path: [candidate.name], into: &providers, folders: &folders, tags: &tags), description) {
+            let walked = walk(folder, path: [candidate.name], into: &providers, folders: &folders, tags: &tags)
+            switch (walked, description) {
             case (.busy, _), (_, .busy):
                 outcome = .busy
             case (.complete, _) where providers.isEmpty:

@@ -30,7 +30,7 @@ public struct ShareLoader: Sendable {
     /// ingested (the inbox), names a dropped folder and supplies the source identities recorded with the share and
     /// the owner told to remove the sources once the share is published.
     func load(
-        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails = .empty, origin: ShareOrigin?
     ) async -> ShareReceipt {
         var receipt = await publish(providers, sourceApp: sourceApp, details: details, origin: origin)
         receipt.details = details

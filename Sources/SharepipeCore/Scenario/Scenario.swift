@@ -14,7 +14,8 @@ import Foundation
 /// Every key is checked: an unknown key, a missing `type`, a value of the wrong type, an unknown word or error code
 /// and a `path` that names no regular file are errors that name the attachment, the representation and the key.
 /// The top level may also carry the share's `title`, `text`, `userInfo` (an object) and `tags` (strings); one past
-/// its limits is an error like any other. Two keys extend the SPEC's shape: `callsTwice` (the provider calls back a second time) and `thread`
+/// its limits is an error like any other. Two keys extend the SPEC's shape: `callsTwice` (the provider calls back a
+/// second time) and `thread`
 /// (`background`, the default, or `caller`: the callback runs before the load call returns).
 public struct Scenario: Sendable {
     /// One scripted attachment.
