@@ -13,14 +13,20 @@ struct WholeShareTests {
     static let secretText = "the caption the user typed: zebra-lantern-4711"
 
     /// An exec command that dumps, per share, the environment's title and tags, the SHAREPIPE_SHARE_JSON file (its
-    /// content, mode and path) and the share's manifest into `OUT/<share-id>/`.
+    /// content, mode and path) and the share's manifest into `OUT/<share-id>/`, renamed there once complete.
     static func dumpCommand(_ out: String) -> String {
         """
-        d='\(out)'/"$SHAREPIPE_SHARE_ID"; mkdir -p "$d" && printf '%s' "$SHAREPIPE_TITLE" > "$d/title" && \
-        printf '%s' "$SHAREPIPE_TAGS" > "$d/tags" && cat "$SHAREPIPE_SHARE_JSON" > "$d/share.json" && \
-        stat -c %a "$SHAREPIPE_SHARE_JSON" > "$d/mode" && printf '%s' "$SHAREPIPE_SHARE_JSON" > "$d/path" && \
-        cp "$(dirname "$SHAREPIPE_FILE")/manifest.json" "$d/manifest.json"
+        d='\(out)'/"$SHAREPIPE_SHARE_ID"; t='\(out)'/".part-$SHAREPIPE_SHARE_ID"; mkdir -p "$t" && \
+        printf '%s' "$SHAREPIPE_TITLE" > "$t/title" && printf '%s' "$SHAREPIPE_TAGS" > "$t/tags" && \
+        cat "$SHAREPIPE_SHARE_JSON" > "$t/share.json" && stat -c %a "$SHAREPIPE_SHARE_JSON" > "$t/mode" && \
+        printf '%s' "$SHAREPIPE_SHARE_JSON" > "$t/path" && \
+        cp "$(dirname "$SHAREPIPE_FILE")/manifest.json" "$t/manifest.json" && mv "$t" "$d"
         """
+    }
+
+    /// The shares whose dumps are complete.
+    static func dumped(_ out: String) -> [String] {
+        directoryEntries(out).filter { UUID(uuidString: $0) != nil }
     }
 
     /// A `share` part or share.json with the secret title and text.
@@ -207,9 +213,9 @@ struct WholeShareTests {
             try FileManager.default.moveItem(atPath: drop, toPath: sandbox.inbox + "/invoices")
 
             #expect(try await eventually(.seconds(90)) {
-                directoryEntries(dumps).count >= 4 && directoryEntries(sandbox.inbox).isEmpty
+                Self.dumped(dumps).count >= 4 && directoryEntries(sandbox.inbox).isEmpty
             }, "\(directoryEntries(dumps)); \(daemon.process.stderrSoFar)")
-            let folderShare = try #require(directoryEntries(dumps).first { !shares.values.contains($0) })
+            let folderShare = try #require(Self.dumped(dumps).first { !shares.values.contains($0) })
             shares["inbox"] = folderShare
             let tags = [
                 "multipart": "web,reading", "single": "scans,été", "tus": "tus,notes", "inbox": "invoices,2026,acme",
