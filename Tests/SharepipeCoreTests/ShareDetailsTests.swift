@@ -41,7 +41,7 @@ struct ShareDetailsTests {
         #expect(throws: ShareError(.badRequest, "userInfo is not valid JSON")) {
             try ShareDetails.userInfo(json: Array("{".utf8))
         }
-        #expect(throws: ShareError(.badRequest, #"share.json: "tags" must hold strings, got 3"#)) {
+        #expect(throws: ShareError(.badRequest, #"share.json: "tags" must hold strings, got a number"#)) {
             try ShareDetails(members: ["tags": .array([.integer(3)])], what: "share.json")
         }
     }

@@ -238,7 +238,7 @@ struct InboxIngester: Sendable {
             return .refused(ShareError(.badRequest, "share.json is not valid JSON"))
         }
         guard case .object(let members) = value else {
-            return .refused(ShareError(.badRequest, "share.json must be a JSON object, got \(value.summary)"))
+            return .refused(ShareError(.badRequest, "share.json must be a JSON object, got \(value.kind)"))
         }
         if let unknown = members.keys.sorted().first(where: { !ShareDetails.keys.contains($0) }) {
             return .refused(ShareError(.badRequest, "share.json: unknown key \(unknown.debugDescription) "

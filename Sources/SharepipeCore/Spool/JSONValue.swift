@@ -48,6 +48,18 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
+    /// What kind of value this is, for an error message about user content (which must not quote it).
+    package var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer, .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
     /// The value for an error message: short values as written, containers by kind.
     package var summary: String {
         switch self {

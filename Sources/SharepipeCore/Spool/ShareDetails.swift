@@ -71,7 +71,7 @@ public struct ShareDetails: Sendable, Equatable {
             throw ShareError(.badRequest, "userInfo is not valid JSON")
         }
         guard case .object(let members) = value else {
-            throw ShareError(.badRequest, "userInfo must be a JSON object, got \(value.summary)")
+            throw ShareError(.badRequest, "userInfo must be a JSON object, got \(value.kind)")
         }
         return members
     }
@@ -89,7 +89,7 @@ public struct ShareDetails: Sendable, Equatable {
             switch members[key] {
             case nil, .null?: return nil
             case .string(let value)?: return value
-            case let value?: throw ShareError(.badRequest, "\(what): \"\(key)\" must be a string, got \(value.summary)")
+            case let value?: throw ShareError(.badRequest, "\(what): \"\(key)\" must be a string, got \(value.kind)")
             }
         }
         var userInfo: [String: JSONValue]?
@@ -97,7 +97,7 @@ public struct ShareDetails: Sendable, Equatable {
         case nil, .null?: break
         case .object(let object)?: userInfo = object
         case let value?:
-            throw ShareError(.badRequest, "\(what): \"userInfo\" must be a JSON object, got \(value.summary)")
+            throw ShareError(.badRequest, "\(what): \"userInfo\" must be a JSON object, got \(value.kind)")
         }
         var tags: [String] = []
         switch members["tags"] {
@@ -105,12 +105,12 @@ public struct ShareDetails: Sendable, Equatable {
         case .array(let items)?:
             for item in items {
                 guard case .string(let tag) = item else {
-                    throw ShareError(.badRequest, "\(what): \"tags\" must hold strings, got \(item.summary)")
+                    throw ShareError(.badRequest, "\(what): \"tags\" must hold strings, got \(item.kind)")
                 }
                 tags.append(tag)
             }
         case let value?:
-            throw ShareError(.badRequest, "\(what): \"tags\" must be an array of strings, got \(value.summary)")
+            throw ShareError(.badRequest, "\(what): \"tags\" must be an array of strings, got \(value.kind)")
         }
         do {
             try self.init(title: try string("title"), text: try string("text"), userInfo: userInfo, tags: tags)
