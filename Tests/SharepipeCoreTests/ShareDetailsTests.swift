@@ -31,6 +31,13 @@ struct ShareDetailsTests {
         #expect(try ShareDetails().isEmpty)
     }
 
+    @Test func folderNamesBecomeTagsWithinTheRules() throws {
+        #expect(InboxIngester.tag(fromFolder: "invoices, 2026\u{7}") == "invoices_ 2026_")
+        let long = InboxIngester.tag(fromFolder: String(repeating: "é", count: 200))
+        #expect(long.utf8.count == 254 && long.allSatisfy { $0 == "é" })
+        #expect(try ShareDetails(tags: [long, InboxIngester.tag(fromFolder: "a,b")]).tags.count == 2)
+    }
+
     @Test func userInfoMustBeAJSONObject() throws {
         #expect(try ShareDetails.userInfo(json: Array(#"{"a": [1, 2.5, null, true]}"#.utf8)) == [
             "a": .array([.integer(1), .number(2.5), .null, .bool(true)]),
