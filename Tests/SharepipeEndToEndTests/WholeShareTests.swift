@@ -277,11 +277,21 @@ struct WholeShareTests {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)
             let daemon = try await sandbox.start(["--settle", "100", "--store-path", "{tag}/{title}/{name}"])
-            let multipart = try await curlResponse([
-                "-F", #"share={"title": "Front page", "tags": ["news"]};type=application/json"#,
+            let part = #"{"title": "Front page", "text": "body", "userInfo": {"a": 1}, "tags": ["news"]}"#
+            let upload = [
+                "-H", "Idempotency-Key: front-page-1", "-F", "share=\(part);type=application/json",
                 "-F", "page=@\(fixturePath("files/page.html"));filename=front.html", daemon.baseURL + "/v1/shares",
-            ])
+            ]
+            let multipart = try await curlResponse(upload)
             #expect(multipart.status == 201, "\(multipart.body)")
+            #expect(try multipart.json["text"] as? String == "body")
+            // The ledger keeps the answer for a replay without the text and userInfo.
+            let replay = try await curlResponse(upload)
+            #expect(replay.status == 200, "\(replay.body)")
+            #expect(try replay.json["shareId"] as? String == (try multipart.json["shareId"] as? String))
+            #expect(try replay.json["title"] as? String == "Front page")
+            #expect(try replay.json["tags"] as? [String] == ["news"])
+            #expect(try replay.json["text"] is NSNull && (try replay.json["userInfo"]) is NSNull)
             let single = try await curlResponse([
                 "-H", "Content-Type: application/pdf", "-H", "Sharepipe-Title: A/B: ../scan",
                 "-H", "Sharepipe-Tags: scans",
