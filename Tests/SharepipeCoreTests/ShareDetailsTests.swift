@@ -51,6 +51,12 @@ struct ShareDetailsTests {
         #expect(throws: ShareError(.badRequest, #"share.json: "tags" must hold strings, got a number"#)) {
             try ShareDetails(members: ["tags": .array([.integer(3)])], what: "share.json")
         }
+        #expect(throws: ShareError(.badRequest, #"share.json: "title" must be a string, got an object"#)) {
+            try ShareDetails(members: ["title": .object([:])], what: "share.json")
+        }
+        #expect(throws: ShareError(.badRequest, "the share part: tag 0 is empty")) {
+            try ShareDetails(members: ["tags": .array([.string("")])], what: "the share part")
+        }
     }
 
     @Test func manifestAndReceiptCarryThemAsTheirOwnKeys() throws {

@@ -112,14 +112,15 @@ public struct ShareDetails: Sendable, Equatable {
         case let value?:
             throw ShareError(.badRequest, "\(what): \"tags\" must be an array of strings, got \(value.kind)")
         }
+        let (title, text) = (try string("title"), try string("text"))
         do {
-            try self.init(title: try string("title"), text: try string("text"), userInfo: userInfo, tags: tags)
+            try self.init(title: title, text: text, userInfo: userInfo, tags: tags)
         } catch {
             throw ShareError(error.code, "\(what): \(error.message)")
         }
     }
 
-    /// These parts and `tags` added after the share's own (a folder's path below the inbox, then its share.json).
+    /// These parts with `more` tags before the share's own (an inbox folder's path tags before its share.json's).
     package func adding(tags more: [String]) throws(ShareError) -> ShareDetails {
         try ShareDetails(title: title, text: text, userInfo: userInfo, tags: more + tags)
     }
