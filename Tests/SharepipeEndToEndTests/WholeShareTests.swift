@@ -311,6 +311,28 @@ struct WholeShareTests {
             #expect(result.status == 0, "\(result.stderr)")
         }
     }
+    /// A kill -9 between publishing a folder share and removing its sources: the restart removes the folder and its
+    /// share.json (recorded like the files) instead of ingesting them again.
+    @Test(arguments: ["publish.move-incoming", "publish.sync-incoming", "publish.remove-sources"])
+    func aKillAfterPublishingAFolderShareRemovesItsShareJSONOnce(point: String) async throws {
+        try await withTemporaryDirectory { dir in
+            let (inbox, state, output) = (dir + "/inbox", dir + "/state", dir + "/processed")
+            try writeFile(dir + "/outside/invoices/2026/x.pdf", try fixtureContents("files/document.pdf"))
+            try writeFile(dir + "/outside/invoices/share.json", #"{"title": "March", "tags": ["acme"]}"#)
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: dir + "/outside/invoices", toPath: inbox + "/invoices")
+            let daemon = [
+                "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--output", output,
+                "--store-path", "{tag}/{title}/{name}",
+            ]
+            let killed = try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point])
+            #expect(killed.status == 128 + SIGKILL, "the crash hook for \(point) did not fire: \(killed.stderr)")
+            let restarted = try await runSharepipeAsync(daemon)
+            #expect(restarted.status == 0, "\(restarted.stderr)")
+            #expect(directoryEntries(inbox).isEmpty, "after \(point): \(directoryEntries(inbox + "/invoices"))")
+            #expect(storedPaths(output) == ["invoices/March/x.pdf"], "after \(point)")
+        }
+    }
 }
 
 /// A fixture's bytes.
