@@ -2,6 +2,11 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// A share's title, text, userInfo and tags: their limits, their JSON in the manifest and the receipt, and what
 /// the library's loader and both processors make of them.
