@@ -43,7 +43,7 @@ let package = Package(
             dependencies: ["SharepipeDaemon", "SharepipeIngest", "SharepipeSpool", "SharepipeLedger", "SharepipeSystem"]
         ),
         // Scripted providers for `share --scenario`, `matrix` and the harnesses: not in the production library.
-        .target(name: "SharepipeScenario", dependencies: ["SharepipeIngest", "SharepipeSystem"]),
+        .target(name: "SharepipeScenario", dependencies: ["SharepipeIngest", "SharepipeLedger", "SharepipeSystem"]),
         .target(
             name: "SharepipeTesting",
             dependencies: ["SharepipeCore", "SharepipeScenario", "SharepipeExtensionKit"]

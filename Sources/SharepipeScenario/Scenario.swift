@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 import SharepipeIngest
 import SharepipeSystem
 
@@ -15,7 +16,9 @@ import SharepipeSystem
 ///
 /// Every key is checked: an unknown key, a missing `type`, a value of the wrong type, an unknown word or error code
 /// and a `path` that names no regular file are errors that name the attachment, the representation and the key.
-/// Two keys extend the SPEC's shape: `callsTwice` (the provider calls back a second time) and `thread`
+/// The top level may also carry the share's `title`, `text`, `userInfo` (an object) and `tags` (strings); one past
+/// its limits is an error like any other. Two keys extend the SPEC's shape: `callsTwice` (the provider calls back a
+/// second time) and `thread`
 /// (`background`, the default, or `caller`: the callback runs before the load call returns).
 public struct Scenario: Sendable {
     /// One scripted attachment.
@@ -36,11 +39,14 @@ public struct Scenario: Sendable {
     package var sourceApp: String?
     /// The attachments, in share order.
     package var attachments: [Attachment]
+    /// The share's title, text, userInfo and tags.
+    public var details: ShareDetails
 
     /// A scenario built in code.
-    public init(sourceApp: String? = nil, attachments: [Attachment]) {
+    public init(sourceApp: String? = nil, attachments: [Attachment], details: ShareDetails = .empty) {
         self.sourceApp = sourceApp
         self.attachments = attachments
+        self.details = details
     }
 
     /// The scripted providers, one per attachment. Each hands out a temporary copy of its sources, so an
@@ -59,8 +65,23 @@ public struct Scenario: Sendable {
     }
 
     private init(_ document: JSONValue, directory: String) throws {
-        let top = try ObjectReader(document, at: "", what: "the scenario", keys: ["sourceApp", "attachments"])
+        let top = try ObjectReader(
+            document, at: "", what: "the scenario", keys: ["sourceApp", "attachments"] + ShareDetails.keys)
         sourceApp = try top.optionalString("sourceApp")
+        var tags: [String] = []
+        for (index, value) in (try top.optionalArray("tags") ?? []).enumerated() {
+            guard case .string(let tag) = value else {
+                throw top.failure("\"tags\"[\(index)] must be a string, got \(value.summary)")
+            }
+            tags.append(tag)
+        }
+        let (title, text, userInfo) = (
+            try top.optionalString("title"), try top.optionalString("text"), try top.optionalObject("userInfo"))
+        do {
+            details = try ShareDetails(title: title, text: text, userInfo: userInfo, tags: tags)
+        } catch {
+            throw top.failure("\(error.code.rawValue): \(error.message)")
+        }
         let items = try top.array("attachments")
         attachments = try items.enumerated().map { index, item in
             let location = "attachments[\(index)]"

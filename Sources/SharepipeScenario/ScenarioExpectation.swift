@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 
 /// What a scenario must produce, read from its `<name>.expected.json`:
 ///
@@ -10,7 +11,8 @@ import Foundation
 ///   "activation": { "images-only": true, "one-web-url": false } }
 /// ```
 ///
-/// `args` (extra `sharepipe share` flags) and `activation` (rule name → whether it activates the share) are optional.
+/// `args` (extra `sharepipe share` flags) and `activation` (rule name → whether it activates the share) are optional;
+/// so are `title`, `text`, `userInfo` and `tags`, which, when given, the receipt's must equal.
 /// Every key is checked as a scenario's are: errors name the key and the index.
 package struct ScenarioExpectation: Sendable, Equatable {
     /// The outcome expected for one attachment.
@@ -41,6 +43,8 @@ package struct ScenarioExpectation: Sendable, Equatable {
     package var attachments: [Attachment]
     /// Rule name (a file in `rules/` beside the scenario, without its extension) → whether it activates the share.
     package var activation: [String: Bool]
+    /// The receipt's title, text, userInfo and tags, when the expectation names them (nil: not compared).
+    package var details: ShareDetails?
 
     private static let statuses = ["complete", "partial", "rejected", "failed"]
     private static let attachmentStatuses = ["copied", "failed", "rolled-back"]
@@ -49,7 +53,7 @@ package struct ScenarioExpectation: Sendable, Equatable {
     package static func load(path: String) throws -> ScenarioExpectation {
         let top = try ObjectReader(
             try JSONValue.read(path), at: "", what: "an expected receipt",
-            keys: ["args", "status", "attachments", "activation"])
+            keys: ["args", "status", "attachments", "activation"] + ShareDetails.keys)
         let args = try (top.optionalArray("args") ?? []).enumerated().map { index, value in
             guard case .string(let text) = value else {
                 throw top.failure("\"args\"[\(index)] must be a string, got \(value.summary)")
@@ -83,14 +87,27 @@ package struct ScenarioExpectation: Sendable, Equatable {
                 activation[name] = activated
             }
         }
-        return ScenarioExpectation(args: args, status: status, attachments: attachments, activation: activation)
+        var details: ShareDetails?
+        if ShareDetails.keys.contains(where: { top.members[$0] != nil }) {
+            do {
+                details = try ShareDetails(members: top.members, what: "the expected receipt")
+            } catch {
+                throw top.failure(error.message)
+            }
+        }
+        return ScenarioExpectation(
+            args: args, status: status, attachments: attachments, activation: activation, details: details)
     }
 
     /// An expectation built in code.
-    package init(args: [String] = [], status: String, attachments: [Attachment], activation: [String: Bool] = [:]) {
+    package init(
+        args: [String] = [], status: String, attachments: [Attachment], activation: [String: Bool] = [:],
+        details: ShareDetails? = nil
+    ) {
         self.args = args
         self.status = status
         self.attachments = attachments
         self.activation = activation
+        self.details = details
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 
 /// A scenario or expected receipt that cannot be used: the message names the place in the file and the key, such as
 /// `attachments[1].representations[0]: unknown key "kindd" (expected one of: …)`.
@@ -106,16 +107,7 @@ struct ObjectReader {
     }
 }
 
-/// Any JSON value, kept precise enough to tell `true` from `1` and `1` from `1.5`.
-enum JSONValue: Decodable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
+extension JSONValue {
     /// Reads and decodes a JSON file; a missing, unreadable or invalid file is a `ScenarioError`.
     static func read(_ path: String) throws -> JSONValue {
         guard (try? FileManager.default.attributesOfItem(atPath: path)) != nil else {
@@ -128,38 +120,6 @@ enum JSONValue: Decodable {
             return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
             throw ScenarioError("\(path.debugDescription) is not valid JSON")
-        }
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
-        } else if let number = try? container.decode(Int64.self) {
-            self = .integer(number)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
-        } else if let text = try? container.decode(String.self) {
-            self = .string(text)
-        } else if let items = try? container.decode([JSONValue].self) {
-            self = .array(items)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    /// The value for an error message: short values as written, containers by kind.
-    var summary: String {
-        switch self {
-        case .null: "null"
-        case .bool(let flag): "\(flag)"
-        case .integer(let number): "\(number)"
-        case .number(let number): "\(number)"
-        case .string(let text): text.count <= 40 ? text.debugDescription : "a string"
-        case .array: "an array"
-        case .object: "an object"
         }
     }
 }

@@ -112,20 +112,22 @@ public final class LifecycleHarness: Sendable {
 
     // MARK: - Publishing
 
-    /// Loads and publishes one share from these providers.
+    /// Loads and publishes one share from these providers, with its title, text, userInfo and tags.
     @discardableResult
-    public func publish(_ providers: [any ItemProvider], sourceApp: String? = nil) async -> PublishedShare {
+    public func publish(
+        _ providers: [any ItemProvider], sourceApp: String? = nil, details: ShareDetails = .empty
+    ) async -> PublishedShare {
         let loader = ShareLoader(spool: spool, registry: registry, configuration: loaderConfiguration)
-        let receipt = await loader.load(providers, sourceApp: sourceApp)
+        let receipt = await loader.load(providers, sourceApp: sourceApp, details: details)
         let share = PublishedShare(receipt: receipt, providers: providers)
         published.withLock { $0.append(share) }
         return share
     }
 
-    /// Loads and publishes a scripted share.
+    /// Loads and publishes a scripted share, with its title, text, userInfo and tags.
     @discardableResult
     public func publish(_ scenario: Scenario) async -> PublishedShare {
-        await publish(scenario.makeProviders(), sourceApp: scenario.sourceApp)
+        await publish(scenario.makeProviders(), sourceApp: scenario.sourceApp, details: scenario.details)
     }
 
     /// Loads and publishes a share of these files, each declaring the types of its extension and content.

@@ -7,10 +7,12 @@ extension Scenario {
     /// The share as a share extension receives it: one `NSExtensionItem` whose attachments are one `NSItemProvider`
     /// per scenario attachment, in order, each registering the scenario's representations in fidelity order (a file
     /// representation as a file, a data representation as bytes) and behaving as scripted — late, failing, silent,
-    /// calling back twice or on the caller's thread, deleting or moving its temporary file after the callback.
+    /// calling back twice or on the caller's thread, deleting or moving its temporary file after the callback. The
+    /// scenario's title, text and userInfo are the item's `attributedTitle`, `attributedContentText` and `userInfo`.
     public func makeExtensionItems() -> [NSExtensionItem] {
         let item = NSExtensionItem()
         item.attachments = makeItemProviders()
+        describe(item)
         return [item]
     }
 

@@ -60,6 +60,9 @@ struct LsCommand: Command {
         /// Seconds until a share waiting for a retry may be claimed again; null when it may be now.
         var retryInSeconds: Int?
         var sourceApp: String?
+        /// The share's title and tags, from its manifest (its text and userInfo: `show --json`).
+        var title: String?
+        var tags: [String]
         /// The suggested names of the copied attachments.
         var suggestedNames: [String]
         /// Attachments that failed to load (named nowhere here).
@@ -79,7 +82,7 @@ struct LsCommand: Command {
 
         enum CodingKeys: String, CodingKey {
             case shareId, stage, attachments, bytes, createdAt, ageSeconds, attempts, lastCode, retryInSeconds
-            case sourceApp, suggestedNames, failed, reason, claimedBy, duplicates
+            case sourceApp, title, tags, suggestedNames, failed, reason, claimedBy, duplicates
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -94,6 +97,8 @@ struct LsCommand: Command {
             try container.encode(lastCode, forKey: .lastCode)
             try container.encode(retryInSeconds, forKey: .retryInSeconds)
             try container.encode(sourceApp, forKey: .sourceApp)
+            try container.encode(title, forKey: .title)
+            try container.encode(tags, forKey: .tags)
             try container.encode(suggestedNames, forKey: .suggestedNames)
             try container.encode(failed, forKey: .failed)
             try container.encode(reason, forKey: .reason)
@@ -184,7 +189,7 @@ struct LsCommand: Command {
                     createdAt: manifest?.createdAt, ageSeconds: listing.map { secondsSince($0.createdAt, now: now) },
                     attempts: listing?.attempts ?? 0, lastCode: listing?.lastCode?.rawValue,
                     retryInSeconds: stage == .incoming ? retry.flatMap { $0 > 0 ? $0 : nil } : nil,
-                    sourceApp: manifest?.sourceApp,
+                    sourceApp: manifest?.sourceApp, title: manifest?.details.title, tags: manifest?.details.tags ?? [],
                     suggestedNames: copied?.compactMap(\.suggestedName) ?? [], failed: failed,
                     reason: stage == .quarantine ? spool.quarantineMessage(shareID) : nil,
                     claimedBy: stage == .processing ? listing?.claimedBy : nil,

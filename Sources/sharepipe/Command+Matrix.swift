@@ -279,6 +279,16 @@ struct MatrixResult {
         for (index, attachment) in expected.attachments.enumerated() where got(index) != attachment {
             failures.append("attachment \(index): expected \(attachment), got \(got(index)?.description ?? "nothing")")
         }
+        if let details = expected.details {
+            let got = receipt.details
+            if got.title != details.title { failures.append("title: not the expected one") }
+            if got.text != details.text { failures.append("text: not the expected one") }
+            if got.userInfo != details.userInfo { failures.append("userInfo: not the expected one") }
+            if got.tags != details.tags {
+                let (expected, found) = (details.tags.joined(separator: ","), got.tags.joined(separator: ","))
+                failures.append("tags: expected \(expected), got \(found)")
+            }
+        }
     }
 }
 

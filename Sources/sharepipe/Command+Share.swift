@@ -36,14 +36,26 @@ struct ShareCommand: Command {
     static let scenario = Option(
         "scenario", .path,
         help: "Script the providers with a JSON scenario instead of giving ATTACHMENT arguments.")
+    static let title = Option(
+        "title", .string(placeholder: "TEXT"),
+        help: "The share's title, as an extension item's attributedTitle (at most 64 KiB; overrides the scenario's).")
+    static let text = Option(
+        "text", .string(placeholder: "TEXT"),
+        help: "The share's text, as an extension item's attributedContentText (at most 64 KiB; overrides the "
+            + "scenario's).")
+    static let userInfo = Option(
+        "user-info", .string(placeholder: "JSON"),
+        help: "The share's userInfo, a JSON object (at most 64 KiB; overrides the scenario's).")
+    static let tag = ListOption(
+        "tag", .string(placeholder: "TAG"), help: "Tags of the share, after the scenario's.")
     static let activationRule = Option(
         "activation-rule", .path,
         help: "Reject the share, before anything is loaded, unless this NSExtensionActivationRule activates it "
             + "(an Info.plist, a JSON file, an inline JSON dictionary or an inline predicate).")
 
     static let options: [any OptionDeclaration] = [state] + LedgerOptions.all + [
-        sourceApp, accept, policy, maxFileSize, maxShareSize, maxAttachments, loadTimeout, CommonOptions.json,
-        CommonOptions.types, scenario, activationRule,
+        sourceApp, title, text, userInfo, tag, accept, policy, maxFileSize, maxShareSize, maxAttachments,
+        loadTimeout, CommonOptions.json, CommonOptions.types, scenario, activationRule,
     ] + SpoolLimitOptions.all + DuplicateOptions.all
     static let positionals = [
         Positional(
@@ -62,7 +74,13 @@ struct ShareCommand: Command {
         provider that has not called back after 3 seconds is announced on stderr: which attachment, which type, \
         and the time left before ERR_TIMEOUT.
 
-        A scenario is a JSON object: "sourceApp" and "attachments", each with "suggestedName" and \
+        --title, --text, --user-info and --tag give the share what an extension item carries beside its \
+        attachments; they are written into the manifest and the receipt. A title or text over 64 KiB is \
+        ERR_TOO_LARGE (the share is rejected whole, exit 4); a --user-info that is not a JSON object is a usage \
+        error.
+
+        A scenario is a JSON object: "sourceApp", "title", "text", "userInfo", "tags" and "attachments", each \
+        with "suggestedName" and \
         "representations"; a representation has "type" (required), "kind" (file or data, default file), "path" \
         (relative to the scenario file; required unless "error", "noFile" or "neverCalls" is set), "delayMs", \
         "error" (an ERR_* code), "noFile", "neverCalls", "afterCallback" (keep, delete or move, default keep), and \
@@ -89,6 +107,11 @@ struct ShareCommand: Command {
     let stateDirectory: String
     let ledger: LedgerLocation
     let sourceAppOverride: String?
+    /// `--title`, `--text`, `--user-info` and `--tag`, as given (checked when the share is loaded).
+    let titleOverride: String?
+    let textOverride: String?
+    let userInfoOverride: [String: JSONValue]?
+    let tags: [String]
     let configuration: LoaderConfiguration
     let registry: TypeRegistry
     let rule: ActivationRule?
@@ -113,6 +136,18 @@ struct ShareCommand: Command {
         stateDirectory = arguments[Self.state] ?? Spool.defaultRoot()
         ledger = try LedgerOptions.location(arguments)
         sourceAppOverride = arguments[Self.sourceApp]
+        titleOverride = arguments[Self.title]
+        textOverride = arguments[Self.text]
+        if let json: String = arguments[Self.userInfo] {
+            do {
+                userInfoOverride = try ShareDetails.userInfo(json: Array(json.utf8))
+            } catch {
+                throw ValidationError(option: Self.userInfo, error.message)
+            }
+        } else {
+            userInfoOverride = nil
+        }
+        tags = arguments[Self.tag]
         var configuration = LoaderConfiguration()
         configuration.accept = arguments[Self.accept]
         configuration.policy = try arguments.required(Self.policy)
@@ -170,18 +205,32 @@ struct ShareCommand: Command {
     func receipt() async throws -> ShareReceipt {
         let providers: [any ItemProvider]
         var sourceApp = sourceAppOverride
+        var title = titleOverride
+        var text = textOverride
+        var userInfo = userInfoOverride
+        var tags = tags
         switch source {
         case .files(let files):
             providers = files.map { FileItemProvider(path: $0.path, types: $0.types, registry: registry) }
         case .scenario(let scenario):
             providers = scenario.makeProviders()
             sourceApp = sourceApp ?? scenario.sourceApp
+            title = title ?? scenario.details.title
+            text = text ?? scenario.details.text
+            userInfo = userInfo ?? scenario.details.userInfo
+            tags = scenario.details.tags + tags
+        }
+        let details: ShareDetails
+        do {
+            details = try ShareDetails(title: title, text: text, userInfo: userInfo, tags: tags)
+        } catch {
+            return try ShareReceipt.refused(.rejected, error, providers: providers)
         }
         let expected = expectedBytes(providers)
         let watched = providers.enumerated().map { index, provider -> any ItemProvider in
             ProviderWatch(base: provider, index: index, timeout: configuration.loadTimeout)
         }
-        return try await share(watched, sourceApp: sourceApp, expectedBytes: expected)
+        return try await share(watched, sourceApp: sourceApp, details: details, expectedBytes: expected)
     }
 
     private func isKnown(_ type: String) -> Bool {
@@ -189,14 +238,16 @@ struct ShareCommand: Command {
     }
 
     /// Checks activation, opens the spool and loads; a share that cannot start still gets a receipt.
-    private func share(_ providers: [any ItemProvider], sourceApp: String?, expectedBytes: Int64) async throws
-        -> ShareReceipt
-    {
+    private func share(
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails, expectedBytes: Int64
+    ) async throws -> ShareReceipt {
         if let rule {
             let result = rule.evaluate(providers.map(\.registeredTypeIdentifiers), registry: registry)
             if !result.activated {
                 let error = ShareError(.notActivated, "the activation rule refused the share: \(result.reason)")
-                return try ShareReceipt.refused(.rejected, error, providers: providers)
+                var receipt = try ShareReceipt.refused(.rejected, error, providers: providers)
+                receipt.details = details
+                return receipt
             }
         }
         let spool: Spool
@@ -204,7 +255,9 @@ struct ShareCommand: Command {
             spool = try Spool(root: stateDirectory, ledger: ledger, faults: .fromEnvironment())
         } catch {
             let shareError = error as? ShareError ?? ShareError(.containerUnavailable, "\(error)")
-            return try ShareReceipt.refused(.failed, shareError, providers: providers)
+            var receipt = try ShareReceipt.refused(.failed, shareError, providers: providers)
+            receipt.details = details
+            return receipt
         }
         let progress = ShareProgress(total: expectedBytes, count: providers.count)
         var configuration = configuration
@@ -217,7 +270,7 @@ struct ShareCommand: Command {
             progress.finish()
             Output.write("cancelling: rolling the share back (interrupt again to quit at once)\n", to: .standardError)
         }) {
-            await loader.load(providers, sourceApp: sourceApp)
+            await loader.load(providers, sourceApp: sourceApp, details: details)
         }
         progress.finish()
         return receipt

@@ -49,6 +49,9 @@ struct ShowCommand: Command {
         var attempts: Int?
         var lastCode: String?
         var location: Location
+        /// The share's title, text, userInfo and tags, from its manifest while a stage directory holds it (the
+        /// ledger keeps none of them); null and [] after.
+        var details: ShareDetails
         /// The attachments whose content duplicates an earlier copy: flagged, or refused with ERR_DUPLICATE.
         var duplicates: [Duplicate]
         var events: [EventLine]
@@ -79,6 +82,7 @@ struct ShowCommand: Command {
             try container.encode(location, forKey: .location)
             try container.encode(duplicates, forKey: .duplicates)
             try container.encode(events, forKey: .events)
+            try details.encode(to: encoder)
         }
     }
 
@@ -127,6 +131,7 @@ struct ShowCommand: Command {
             createdAt: record.map { EventLine.timestamp($0.createdAt) }, attachments: record?.attachments,
             bytes: record?.bytes, attempts: record?.attempts, lastCode: record?.lastCode,
             location: location(spool, shareID: shareID, names: names, stage: stage, state: record?.state),
+            details: stage.flatMap { try? spool.manifest($0, shareID).details } ?? .empty,
             duplicates: try spool.duplicates(ofShare: shareID).map { duplicate in
                 Report.Duplicate(
                     index: duplicate.index, outcome: duplicate.rejected ? "rejected" : "flagged",
@@ -160,6 +165,14 @@ struct ShowCommand: Command {
             copies: copies)
     }
 
+    /// A title for one table cell: control characters shown as `?`, at most 60 characters.
+    private static func oneLine(_ text: String) -> String {
+        let visible = String(String.UnicodeScalarView(text.unicodeScalars.map {
+            $0.properties.generalCategory == .control ? "?" : $0
+        }))
+        return visible.count > 60 ? visible.prefix(59) + "…" : visible
+    }
+
     private func printReport(_ report: Report) {
         var rows = [
             ["share", report.shareId],
@@ -171,6 +184,8 @@ struct ShowCommand: Command {
             let plural = attachments == 1 ? "" : "s"
             rows.append(["copied", "\(attachments) attachment\(plural), \(Output.formatBytes(bytes))"])
         }
+        if let title = report.details.title { rows.append(["title", Self.oneLine(title)]) }
+        if !report.details.tags.isEmpty { rows.append(["tags", report.details.tags.joined(separator: ", ")]) }
         rows.append(["attempts", report.attempts.map(String.init) ?? "-"])
         if let code = report.lastCode { rows.append(["last code", code]) }
         rows.append(["copies", report.location.description + (report.location.path.map { ": " + $0 } ?? "")])

@@ -26,14 +26,17 @@ enum ProcessorOptions {
     static let storePath = Option(
         "store-path", .storePath, default: StorePath.default.template,
         help: "Where store puts each copy under --output: a relative path with the fields {group}, {share}, "
-            + "{folder} (the dropped folder's name), {name} and {date} (YYYY-MM-DD); e.g. {folder}/{name} keeps a "
+            + "{folder} (the dropped folder's name), {name}, {date} (YYYY-MM-DD), {title} and {tag} (the share's "
+            + "title and first tag, made safe as {name} is); e.g. {folder}/{name} keeps a "
             + "dropped folder together. A segment that comes out empty is left out; the last must contain {name}.")
     /// `--exec CMD`, required by `--processor exec`.
     static let exec = Option(
         "exec", .string(placeholder: "CMD"),
         help: "For --processor exec: run by /bin/sh -c once per copy, with SHAREPIPE_FILE, SHAREPIPE_TYPE, "
             + "SHAREPIPE_MIME, SHAREPIPE_SHARE_ID and SHAREPIPE_SUGGESTED_NAME set (and SHAREPIPE_DUPLICATE_OF, the "
-            + "original's share id, for a copy flagged by --duplicates flag); exit status 0 means processed.")
+            + "original's share id, for a copy flagged by --duplicates flag), SHAREPIPE_TITLE, SHAREPIPE_TAGS "
+            + "(comma-separated) and SHAREPIPE_SHARE_JSON (a read-only file with the share's title, text, userInfo "
+            + "and tags, removed when the share's runs end); exit status 0 means processed.")
     /// `--exec-timeout MS`, the longest one run of the command may take.
     static let execTimeout = Option(
         "exec-timeout", .milliseconds, default: "300000",

@@ -166,7 +166,8 @@ import Testing
             let claim = try mustClaim(spool, shareID)
             let share = try view(spool, shareID)
             let processor = ExecProcessor(
-                command: "env > '\(dir)'/env-$(basename \"$SHAREPIPE_FILE\")", timeout: .seconds(10))
+                command: "env > '\(dir)'/env-$(basename \"$SHAREPIPE_FILE\")", timeout: .seconds(10),
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/root"])
             try await processor.process(share)
             for attachment in share.attachments {
                 let copyName = (attachment.path as NSString).lastPathComponent
@@ -183,9 +184,12 @@ import Testing
                 #expect(variables["SHAREPIPE_SUGGESTED_NAME"] == "it's a name.txt")
                 #expect(variables["PATH"] != nil)
                 #expect(variables["HOME"] == nil)
+                #expect(variables["SHAREPIPE_TITLE"] == "")
+                #expect(variables["SHAREPIPE_TAGS"] == "")
+                #expect(variables["SHAREPIPE_SHARE_JSON"]?.hasPrefix("/tmp/sharepipe-share-") == true)
                 let expected: Set = [
                     "SHAREPIPE_SHARE_ID", "SHAREPIPE_FILE", "SHAREPIPE_TYPE", "SHAREPIPE_MIME",
-                    "SHAREPIPE_SUGGESTED_NAME", "PATH",
+                    "SHAREPIPE_SUGGESTED_NAME", "SHAREPIPE_TITLE", "SHAREPIPE_TAGS", "SHAREPIPE_SHARE_JSON", "PATH",
                 ]
                 // The shell itself may add PWD (and SHLVL, `_`); nothing of the daemon's environment is passed.
                 #expect(Set(variables.keys).subtracting(["PWD", "SHLVL", "_", "OLDPWD"]) == expected)

@@ -24,7 +24,7 @@ struct MatrixCommandTests {
     @Test func defaultsToTheFixturesOfTheCurrentDirectory() throws {
         let result = try runSharepipe(["matrix"], currentDirectory: packageRoot)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("15 scenarios: 15 passed, 0 failed"))
+        #expect(result.stdout.contains("16 scenarios: 16 passed, 0 failed"))
         #expect(result.stdout.contains("photo-heic-plus-jpeg"))
         #expect(result.stdout.contains("com.apple.mobileslideshow"))
     }
@@ -39,12 +39,12 @@ struct MatrixCommandTests {
             let junit = dir + "/junit.xml"
             let result = try runSharepipe(["matrix", scenarios, "--junit", junit])
             #expect(result.status == 1)
-            #expect(result.stdout.contains("15 scenarios: 14 passed, 1 failed"))
+            #expect(result.stdout.contains("16 scenarios: 15 passed, 1 failed"))
             #expect(result.stdout.contains(
                 "FAIL pdf-from-files: attachment 0: expected copied public.jpeg -, got copied com.adobe.pdf -"))
             let xml = try String(contentsOfFile: junit, encoding: .utf8)
             #expect(failedCases(xml) == ["pdf-from-files"])
-            #expect(xml.contains("tests=\"15\" failures=\"1\""))
+            #expect(xml.contains("tests=\"16\" failures=\"1\""))
 
             let json = try runSharepipe(["matrix", scenarios, "--json"])
             #expect(json.status == 1)
@@ -52,6 +52,21 @@ struct MatrixCommandTests {
             #expect(report["failed"] as? Int == 1)
             let failed = (report["scenarios"] as? [[String: Any]] ?? []).filter { $0["passed"] as? Bool == false }
             #expect(failed.compactMap { $0["name"] as? String } == ["pdf-from-files"])
+        }
+    }
+
+    @Test func aWrongTitleOrTagFailsTheSafariCase() async throws {
+        try await withTemporaryDirectory { dir in
+            let scenarios = try copyOfTheFixtures(in: dir)
+            let receipt = scenarios + "/safari-page-with-title-and-text.expected.json"
+            let text = try String(contentsOfFile: receipt, encoding: .utf8)
+            try text.replacingOccurrences(of: "what a host app hands over", with: "something else")
+                .replacingOccurrences(of: #"["reading"]"#, with: #"["reading", "later"]"#)
+                .write(toFile: receipt, atomically: true, encoding: .utf8)
+            let result = try runSharepipe(["matrix", receipt.replacingOccurrences(of: ".expected.json", with: ".json")])
+            #expect(result.status == 1)
+            #expect(result.stdout.contains("FAIL safari-page-with-title-and-text: title: not the expected one"))
+            #expect(result.stdout.contains("tags: expected reading,later, got reading"))
         }
     }
 

@@ -114,7 +114,8 @@ struct OperatorCommandTests {
             for share in shares {
                 #expect(Set(share.keys) == [
                     "shareId", "stage", "attachments", "bytes", "createdAt", "ageSeconds", "attempts", "lastCode",
-                    "retryInSeconds", "sourceApp", "suggestedNames", "failed", "reason", "claimedBy", "duplicates",
+                    "retryInSeconds", "sourceApp", "title", "tags", "suggestedNames", "failed", "reason", "claimedBy",
+                    "duplicates",
                 ])
             }
             let byID = Dictionary(uniqueKeysWithValues: shares.map { ($0["shareId"] as? String ?? "", $0) })

@@ -48,6 +48,7 @@ struct ScenarioMatrixTests {
         let required = [
             "photo-heic-plus-jpeg", "screenshot-png-data", "web-page-url-plus-text", "pdf-from-files",
             "photos-same-name", "image-plus-url", "first-type-unsupported", "load-error-among-good", "never-calls-back",
+            "safari-page-with-title-and-text",
         ]
         for name in required {
             #expect(Self.names.contains(name), "missing scenario \(name)")

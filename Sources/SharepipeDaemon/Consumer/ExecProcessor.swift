@@ -1,11 +1,15 @@
 import Foundation
+import SharepipeLedger
 import SharepipeSystem
 
 /// Runs `/bin/sh -c COMMAND` once per copied attachment; exit status 0 means processed.
 ///
 /// The command's environment is exactly `SHAREPIPE_SHARE_ID`, `SHAREPIPE_FILE` (absolute path of the copy),
 /// `SHAREPIPE_TYPE`, `SHAREPIPE_MIME`, `SHAREPIPE_SUGGESTED_NAME` (empty when unknown), `SHAREPIPE_DUPLICATE_OF` (the
-/// original's share id, set only for an attachment flagged as a duplicate) and `PATH` (the daemon's, or
+/// original's share id, set only for an attachment flagged as a duplicate), `SHAREPIPE_TITLE` (empty when the share
+/// has none), `SHAREPIPE_TAGS` (comma-separated, empty when none), `SHAREPIPE_SHARE_JSON` (the path of a read-only
+/// file, mode 0400, holding `{"title", "text", "userInfo", "tags"}`: written under `$TMPDIR`, else `/tmp`, before the
+/// share's first run and removed when its last run ends, whatever the outcome) and `PATH` (the daemon's, or
 /// `/usr/local/bin:/usr/bin:/bin`) — nothing else of the daemon's environment leaks in, not even `HOME`; a command
 /// that needs more sets it itself. It runs in its own process group with default signal dispositions and stdin
 /// from /dev/null; its stdout and stderr go to the daemon's stderr and are never parsed. After `timeout`, or when
@@ -18,6 +22,8 @@ package struct ExecProcessor: Processor {
     /// Between SIGTERM and SIGKILL.
     package let killGrace: Duration
     private let path: String
+    /// Where the SHAREPIPE_SHARE_JSON files are written.
+    private let temporaryDirectory: String
 
     /// A processor running `command` per attachment.
     package init(
@@ -28,15 +34,21 @@ package struct ExecProcessor: Processor {
         self.timeout = timeout
         self.killGrace = killGrace
         path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        temporaryDirectory = environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
     }
 
     /// Runs the command for each copy in turn; the first failure fails the share.
     package func process(_ share: ClaimedShare) async throws {
+        let details = share.manifest.details
+        let shareJSON = try writeShareJSON(details)
+        defer { try? System.unlink(shareJSON) }
         for attachment in share.attachments {
             var environment = [
                 "SHAREPIPE_SHARE_ID": share.shareId, "SHAREPIPE_FILE": attachment.path,
                 "SHAREPIPE_TYPE": attachment.typeIdentifier, "SHAREPIPE_MIME": attachment.mimeType ?? "",
                 "SHAREPIPE_SUGGESTED_NAME": attachment.suggestedName ?? "", "PATH": path,
+                "SHAREPIPE_TITLE": details.title ?? "", "SHAREPIPE_TAGS": details.tags.joined(separator: ","),
+                "SHAREPIPE_SHARE_JSON": shareJSON,
             ]
             if let origin = attachment.duplicateOf { environment["SHAREPIPE_DUPLICATE_OF"] = origin.shareId }
             let child = try ChildProcess.spawnShell(command, environment: environment, output: System.standardError)
@@ -51,6 +63,19 @@ package struct ExecProcessor: Processor {
                     .processorFailed, "the command was killed by signal \(signal) for attachment \(attachment.index)")
             }
         }
+    }
+
+    /// Writes the share's title, text, userInfo and tags into a new file only its owner may read; returns its path.
+    private func writeShareJSON(_ details: ShareDetails) throws -> String {
+        let path = temporaryDirectory + "/sharepipe-share-" + UUID.random().uuidString.lowercased() + ".json"
+        let file = try FileDescriptor.create(path, mode: 0o400)
+        do {
+            try file.writeAll(try details.json())
+        } catch {
+            try? System.unlink(path)
+            throw error
+        }
+        return path
     }
 
     /// Polls the child with WNOHANG between short sleeps, so no thread blocks in waitpid.

@@ -1,6 +1,7 @@
 /// Where the store processor puts each copy under `--output`: a relative path template of `/`-separated segments
-/// in which `{group}`, `{share}`, `{folder}`, `{name}` and `{date}` are replaced per copy. The default,
-/// `{group}/{name}`, sorts copies by type; `{folder}/{name}` or `{date}/{share}/{name}` keeps a share together.
+/// in which `{group}`, `{share}`, `{folder}`, `{name}`, `{date}`, `{title}` and `{tag}` are replaced per copy. The
+/// default, `{group}/{name}`, sorts copies by type; `{folder}/{name}` or `{date}/{share}/{name}` keeps a share
+/// together, `{tag}/{title}/{name}` sorts by what the share says of itself.
 ///
 /// A template can never lead outside the output directory: it must be relative, may not contain `.` or `..`
 /// segments, and every field value is made a single safe path segment (no `/`, no control characters, no leading
@@ -19,6 +20,10 @@ package struct StorePath: Sendable, Equatable, CustomStringConvertible {
         case name
         /// The share's creation date, `YYYY-MM-DD` (UTC).
         case date
+        /// The share's title, made safe as `{name}` is; empty when the share has none.
+        case title
+        /// The share's first tag, made safe as `{name}` is; empty when the share has none.
+        case tag
     }
 
     /// A refused template; the message says what is wrong with it.

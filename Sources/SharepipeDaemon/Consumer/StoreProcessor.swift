@@ -48,11 +48,13 @@ package struct StoreProcessor: Processor {
         let capabilities = try FileSystemCapabilities.probeOnce(output)
         let date = Self.day(of: share.manifest.createdAt)
         let folder = share.manifest.folder.map { Self.sanitizedName($0, fallback: "folder") } ?? ""
+        let title = share.manifest.details.title.map { Self.sanitizedName($0, fallback: "untitled") } ?? ""
+        let tag = share.manifest.details.tags.first.map { Self.sanitizedName($0, fallback: "tag") } ?? ""
         let placed = share.attachments.map { attachment in
             let name = Self.sanitizedName(attachment.suggestedName, fallback: attachment.path.lastComponent)
             let components = path.components([
                 .group: group(for: attachment.typeIdentifier), .share: share.shareId, .folder: folder, .name: name,
-                .date: date,
+                .date: date, .title: title, .tag: tag,
             ])
             return (directories: Array(components.dropLast()), name: components.last ?? name, attachment: attachment)
         }

@@ -42,7 +42,7 @@ struct HTTPIngest: Sendable {
     }
 
     /// Checks the activation rule, then loads and publishes; the receipt is returned once the share is durable.
-    func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?) async -> ShareReceipt {
+    func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?, details: ShareDetails) async -> ShareReceipt {
         if let error = activationRefusal(activation, declaredBy: providers) {
             let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
             let attachments = providers.enumerated().map { index, provider in
@@ -51,9 +51,22 @@ struct HTTPIngest: Sendable {
                     suggestedName: provider.suggestedName, error: info)
             }
             return ShareReceipt(
-                shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
+                shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info,
+                details: details)
         }
-        return await loader.load(providers, sourceApp: sourceApp)
+        return await loader.load(providers, sourceApp: sourceApp, details: details)
+    }
+
+    /// What the ledger keeps of a receipt for an `Idempotency-Key` replay: the receipt without its text and userInfo,
+    /// which are user content and stay out of the ledger (the title and tags stay).
+    static func storedAnswer(for receipt: ShareReceipt, _ response: HTTPResponse) -> StoredAnswer {
+        guard receipt.details.text != nil || receipt.details.userInfo != nil else {
+            return StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
+        }
+        var kept = receipt
+        kept.details = (try? ShareDetails(title: receipt.details.title, tags: receipt.details.tags)) ?? .empty
+        let body = HTTPResponse.json(response.status, kept).body
+        return StoredAnswer(shareId: receipt.shareId, status: response.status, body: body)
     }
 
     /// The response a receipt gets: 201 (complete, partial) or 422 (rejected) with the receipt and `Location`; a

@@ -628,12 +628,13 @@ final class RequestContext: @unchecked Sendable {
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp
         return { [self] in
-            let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp)
+            let receipt = await ingest.ingest(
+                ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp, details: body.details)
             receiver.discard()
             self.noteShare(receipt.shareId)
             let response = HTTPIngest.response(for: receipt)
             if let key, [201, 422].contains(response.status) {
-                let stored = StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
+                let stored = HTTPIngest.storedAnswer(for: receipt, response)
                 do {
                     try server.idempotency.store(stored, scope: scope, key: key)
                 } catch {

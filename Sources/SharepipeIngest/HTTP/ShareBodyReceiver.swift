@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 import SharepipeSystem
 
 /// What a `POST /v1/shares` body was, once received: its files in a receive directory, grouped into attachments.
@@ -24,6 +25,8 @@ struct ReceivedBody: Sendable {
     var attachments: [Attachment]
     /// The `share` part's `sourceApp`.
     var sourceApp: String?
+    /// The title, text, userInfo and tags from the `share` part or a single body's headers.
+    var details: ShareDetails = .empty
 }
 
 /// The `share` part of a multipart upload.
@@ -53,6 +56,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private let maxAttachments: Int
     private var parser: MultipartParser?
     private var single: ReceivedBody.Attachment?
+    /// A single body's details, from its headers (checked before anything is received).
+    private var singleDetails = ShareDetails.empty
     private var file: FileDescriptor?
     private var fileBytes: Int64 = 0
     /// The SHA-256 of the file being written.
@@ -86,6 +91,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
         case .multipart(let boundary):
             parser = MultipartParser(boundary: boundary)
         case .single:
+            singleDetails = try ShareDetails.fromHeaders(head)
             let disposition = head["content-disposition"].map(HeaderValue.init)
             let types = head["sharepipe-type"].map { text in
                 text.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
@@ -120,17 +126,21 @@ final class ShareBodyReceiver: @unchecked Sendable {
     func finish() throws(ShareError) -> ReceivedBody {
         if var single {
             single.parts[0].received = try end(single.parts[0].path)
-            return ReceivedBody(attachments: [single])
+            return ReceivedBody(attachments: [single], details: singleDetails)
         }
         closeFile()
         try parser!.finish()
         var sourceApp: String?
+        var details = ShareDetails.empty
         if let shareJSON {
             let part: SharePart
             do {
                 part = try JSONDecoder().decode(SharePart.self, from: Data(shareJSON))
             } catch {
                 throw ShareError(.badRequest, "the share part is not the JSON object the API describes")
+            }
+            if case .object(let members)? = JSONValue.parse(shareJSON) {
+                details = try ShareDetails(members: members, what: "the share part")
             }
             sourceApp = part.sourceApp
             for index in attachments.indices {
@@ -146,7 +156,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
             }
         }
         guard !attachments.isEmpty else { throw ShareError(.badRequest, "the multipart body holds no file part") }
-        return ReceivedBody(attachments: attachments, sourceApp: sourceApp)
+        return ReceivedBody(attachments: attachments, sourceApp: sourceApp, details: details)
     }
 
     /// Removes what was received (after the loader adopted it, or when the request failed or was cut off).

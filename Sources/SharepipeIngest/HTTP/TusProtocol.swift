@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 import SharepipeSystem
 
 /// A resumable upload's record: what `HEAD` reports and what survives a restart.
@@ -111,6 +112,11 @@ enum TusProtocol {
         switch parseMetadata(head["upload-metadata"]) {
         case .success(let parsed): metadata = parsed
         case .failure(let error): return .failure(refusal(error))
+        }
+        do {
+            _ = try ShareDetails.fromMetadata(metadata)
+        } catch {
+            return .failure(refusal(error))
         }
         let (seconds, attoseconds) = expiry.components
         let expiresAt = now + seconds * 1000 + attoseconds / 1_000_000_000_000_000

@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 import SharepipeSystem
 
 /// Receives one PATCH (or a creation's body) into a tus upload's data file and performs what `TusProtocol`
@@ -110,8 +111,20 @@ final class TusReceiver: @unchecked Sendable {
             registry: server.registry)
         let provider = ReceivedItemProvider(
             representations: types.map { .init(type: $0, path: path) }, suggestedName: name, sniffed: sniffed)
-        let receipt = await HTTPIngest(loader: loader, activation: server.activation)
-            .ingest([provider], sourceApp: upload.owner)
+        let ingest = HTTPIngest(loader: loader, activation: server.activation)
+        let receipt: ShareReceipt
+        do {
+            receipt = await ingest.ingest(
+                [provider], sourceApp: upload.owner, details: try ShareDetails.fromMetadata(upload.metadata))
+        } catch {
+            // Checked when the upload was created; an upload record from before the check may still fail it.
+            let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+            receipt = ShareReceipt(
+                shareId: UUID.random().uuidString, status: .rejected,
+                attachments: [AttachmentRecord(
+                    index: 0, status: .failed, declaredTypes: types, suggestedName: name, error: info)],
+                error: info)
+        }
         if receipt.status != .failed { shareID = receipt.shareId }
         server.logger.info("http.upload_ingested", [
             ("upload", .string(upload.id)), ("share", .string(receipt.shareId)),

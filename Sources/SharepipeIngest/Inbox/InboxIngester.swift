@@ -54,19 +54,33 @@ package struct InboxIngester: Sendable {
                 outcome = .vanished
             } else {
                 let provider = InboxFileProvider(source: source, registry: loader.registry)
-                (outcome, published) = await ingest([provider], entry: candidate.name, in: directory, folders: [])
+                (outcome, published) = await ingest(
+                    [provider], entry: candidate.name, in: directory, folders: [], details: .empty, description: nil)
             }
         case .folder(let folder):
             var providers: [InboxFileProvider] = []
             var folders: [InboxDirectory] = []
-            switch walk(folder, into: &providers, folders: &folders) {
-            case .busy:
+            var tags: [String] = []
+            let description = Self.readShareJSON(in: folder)
+            let walked = walk(folder, path: [candidate.name], into: &providers, folders: &folders, tags: &tags)
+            switch (walked, description) {
+            case (.busy, _), (_, .busy):
                 outcome = .busy
-            case .complete where providers.isEmpty:
-                // An empty folder (or one holding only ignored names) has nothing to share; leave it alone.
+            case (.complete, _) where providers.isEmpty:
+                // An empty folder (or one holding only ignored names, or only a share.json) has nothing to share;
+                // leave it alone.
                 outcome = .leftInPlace
-            case .complete:
-                (outcome, published) = await ingest(providers, entry: candidate.name, in: directory, folders: folders)
+            case (.complete, .refused(let error)):
+                outcome = reject(candidate.name, error, declaredTypes: [], sniffedMimeType: nil)
+            case (.complete, .found(let details, let source)):
+                do {
+                    let details = try details.adding(tags: tags)
+                    (outcome, published) = await ingest(
+                        providers, entry: candidate.name, in: directory, folders: folders, details: details,
+                        description: source)
+                } catch {
+                    outcome = reject(candidate.name, error, declaredTypes: [], sniffedMimeType: nil)
+                }
             }
         case .busy:
             outcome = .busy
@@ -169,15 +183,102 @@ package struct InboxIngester: Sendable {
 
     private enum Walk { case complete, busy }
 
+    /// The name of a dropped folder's description of its share (title, text, userInfo, tags): read, checked, and
+    /// removed with the folder, never an attachment.
+    static let shareJSONName = "share.json"
+    /// The largest share.json read: the four parts at their limits, with room for JSON escapes.
+    static let maxShareJSONBytes = 1 << 20
+
+    /// A share.json, open and locked, and the SHA-256 of what was read (recorded, like a copied file's, so that
+    /// recovery removes it after a crash).
+    struct ShareJSONFile: Sendable {
+        var source: InboxSource
+        var sha256: String
+    }
+
+    /// What a dropped folder's share.json gave.
+    enum ShareDescription {
+        /// The folder's details (empty without a share.json) and the file, locked, with its SHA-256, to remove with
+        /// the folder.
+        case found(ShareDetails, ShareJSONFile?)
+        /// Locked by another daemon.
+        case busy
+        /// Not a regular file, not JSON, not an object of the known keys, or over a limit: the folder is rejected.
+        case refused(ShareError)
+    }
+
+    /// Reads and checks `share.json` at the top of a dropped folder: a JSON object with only `title`, `text`,
+    /// `userInfo` and `tags`.
+    static func readShareJSON(in folder: InboxDirectory) -> ShareDescription {
+        let source: InboxSource
+        switch open(shareJSONName, in: folder) {
+        case .vanished: return .found(.empty, nil)
+        case .busy: return .busy
+        case .folder: return .refused(ShareError(.notRegularFile, "share.json is a directory, not a regular file"))
+        case .refused(let error): return .refused(ShareError(error.code, "share.json: \(error.message)"))
+        case .file(let opened): source = opened
+        }
+        guard source.status.size <= maxShareJSONBytes else {
+            return .refused(ShareError(
+                .tooLarge, "share.json is \(source.status.size) bytes, at most \(maxShareJSONBytes)"))
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(source.status.size))
+        do {
+            var filled = 0
+            while filled < bytes.count {
+                let count = try bytes.withUnsafeMutableBytes { buffer in
+                    try source.descriptor.read(
+                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), at: Int64(filled))
+                }
+                guard count > 0 else { break }
+                filled += count
+            }
+            bytes.removeSubrange(filled...)
+        } catch {
+            return .refused(error as? ShareError ?? ShareError(.io, "share.json: \(error)"))
+        }
+        guard let value = JSONValue.parse(bytes) else {
+            return .refused(ShareError(.badRequest, "share.json is not valid JSON"))
+        }
+        guard case .object(let members) = value else {
+            return .refused(ShareError(.badRequest, "share.json must be a JSON object, got \(value.kind)"))
+        }
+        if let unknown = members.keys.sorted().first(where: { !ShareDetails.keys.contains($0) }) {
+            return .refused(ShareError(.badRequest, "share.json: unknown key \(unknown.debugDescription) "
+                + "(expected one of: \(ShareDetails.keys.joined(separator: ", ")))"))
+        }
+        do {
+            let file = ShareJSONFile(source: source, sha256: SHA256.hash(bytes))
+            return .found(try ShareDetails(members: members, what: "share.json"), file)
+        } catch {
+            return .refused(error)
+        }
+    }
+
+    /// A folder name as a tag: commas and control characters become `_`, at most 255 bytes.
+    static func tag(fromFolder name: String) -> String {
+        var tag = ""
+        for scalar in name.unicodeScalars {
+            let replaced: Unicode.Scalar = scalar == "," || scalar.properties.generalCategory == .control ? "_" : scalar
+            if tag.utf8.count + String(replaced).utf8.count > ShareDetails.maxTagBytes { break }
+            tag.unicodeScalars.append(replaced)
+        }
+        return tag
+    }
+
     /// Every regular file (and every hostile entry, which fails as an attachment) under a folder, files before
-    /// subfolders, each level sorted by name; ignored names are skipped and left alone. `folders` receives the
-    /// directories deepest first. Stops past the attachment limit: the loader refuses such a share whole.
+    /// subfolders, each level sorted by name; ignored names and the top level's share.json are skipped and left
+    /// alone. `folders` receives the directories deepest first; `tags` the names of the folders from the dropped one
+    /// down that hold a file of the share (`path`, below the inbox), each once. Stops past the attachment limit: the
+    /// loader refuses such a share whole.
     private func walk(
-        _ folder: InboxDirectory, into providers: inout [InboxFileProvider], folders: inout [InboxDirectory]
+        _ folder: InboxDirectory, path: [String], into providers: inout [InboxFileProvider],
+        folders: inout [InboxDirectory], tags: inout [String]
     ) -> Walk {
         let names = (try? folder.directory.names(repairingNames: true)) ?? []
         var subfolders: [InboxDirectory] = []
-        for name in names.sorted() where !ignore.ignores(name) {
+        let before = providers.count
+        for name in names.sorted() where !ignore.ignores(name) && !(path.count == 1 && name == Self.shareJSONName) {
             if providers.count > loader.configuration.maxAttachments { break }
             switch Self.open(name, in: folder) {
             case .file(let source):
@@ -192,13 +293,21 @@ package struct InboxIngester: Sendable {
                 providers.append(InboxFileProvider(name: name, failure: error, registry: loader.registry))
             }
         }
-        for child in subfolders where walk(child, into: &providers, folders: &folders) == .busy { return .busy }
+        if providers.count > before {
+            for tag in path.map(Self.tag(fromFolder:)) where !tag.isEmpty && !tags.contains(tag) { tags.append(tag) }
+        }
+        for child in subfolders
+        where walk(child, path: path + [child.name], into: &providers, folders: &folders, tags: &tags) == .busy {
+            return .busy
+        }
         folders.append(folder)
         return .complete
     }
 
+    /// `description`: a folder's share.json, removed with the folder when the share is complete.
     private func ingest(
-        _ providers: [InboxFileProvider], entry: String, in directory: InboxDirectory, folders: [InboxDirectory]
+        _ providers: [InboxFileProvider], entry: String, in directory: InboxDirectory, folders: [InboxDirectory],
+        details: ShareDetails, description: ShareJSONFile?
     ) async -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?) {
         if let error = activationRefusal(activation, declaredBy: providers) {
             let declared = providers.first?.registeredTypeIdentifiers ?? []
@@ -214,14 +323,20 @@ package struct InboxIngester: Sendable {
                 identities.append(identity)
                 files.append(source)
             }
-            // A complete folder share takes its folders along; they are recorded like its files, so that recovery
-            // can remove a folder a crash left empty.
+            // A complete folder share takes its folders along (and its share.json); they are recorded like its
+            // files, so that recovery can remove a folder a crash left empty.
             let removed = complete ? folders : []
+            if complete, let description {
+                var identity = SourceIdentity(description.source.status)
+                identity.sha256 = description.sha256
+                identities.append(identity)
+                files.append(description.source)
+            }
             identities += removed.map { SourceIdentity.folder(device: $0.identity.device, inode: $0.identity.inode) }
             guard !identities.isEmpty else { return nil }
             return (identities, InboxShareSources(files: files, folders: removed))
         }
-        let receipt = await loader.load(providers, sourceApp: nil, origin: origin)
+        let receipt = await loader.load(providers, sourceApp: nil, details: details, origin: origin)
         switch receipt.status {
         case .complete, .partial:
             let copied = receipt.attachments.filter { $0.status == .copied }

@@ -21,15 +21,28 @@ public struct ShareLoader: Sendable {
         self.configuration = configuration
     }
 
-    /// Loads and publishes one share. Never throws: every failure is in the receipt.
-    public func load(_ providers: [any ItemProvider], sourceApp: String? = nil) async -> ShareReceipt {
-        await load(providers, sourceApp: sourceApp, origin: nil)
+    /// Loads and publishes one share with its title, text, userInfo and tags (`details`, written into the manifest
+    /// and the receipt). Never throws: every failure is in the receipt.
+    public func load(
+        _ providers: [any ItemProvider], sourceApp: String? = nil, details: ShareDetails = .empty
+    ) async -> ShareReceipt {
+        await load(providers, sourceApp: sourceApp, details: details, origin: nil)
     }
 
     /// Loads one share and hands it to the lifecycle's executor. `origin`, given by a source that removes what it
     /// ingested (the inbox), names a dropped folder and supplies the source identities recorded with the share and
     /// the owner told to remove the sources once the share is published.
-    func load(_ providers: [any ItemProvider], sourceApp: String?, origin: ShareOrigin?) async -> ShareReceipt {
+    func load(
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails = .empty, origin: ShareOrigin?
+    ) async -> ShareReceipt {
+        var receipt = await publish(providers, sourceApp: sourceApp, details: details, origin: origin)
+        receipt.details = details
+        return receipt
+    }
+
+    private func publish(
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?
+    ) async -> ShareReceipt {
         let shareID = UUID.random().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
         func refused(_ status: ShareReceipt.Status, _ error: ShareError) -> ShareReceipt {
@@ -58,7 +71,7 @@ public struct ShareLoader: Sendable {
 
         let receipt = await loadAdmitted(
             providers, shareID: shareID, lock: stagingLock, spareFiles: spareFiles, sourceApp: sourceApp,
-            origin: origin)
+            details: details, origin: origin)
         let published = receipt.status == .complete || receipt.status == .partial
         spool.admissionEnded(
             published: published, bytes: receipt.attachments.reduce(0) { $0 + ($1.bytes ?? 0) })
@@ -68,7 +81,7 @@ public struct ShareLoader: Sendable {
     /// Loads and publishes a share admitted past the pending limits, in its locked staging directory.
     private func loadAdmitted(
         _ providers: [any ItemProvider], shareID: String, lock stagingLock: consuming DirectoryLock,
-        spareFiles: [StagingSpares.Spare], sourceApp: String?, origin: ShareOrigin?
+        spareFiles: [StagingSpares.Spare], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?
     ) async -> ShareReceipt {
         let shareState = CopyEngine.ShareState()
         let spares = StagingSpares(shareID: shareID, spares: spareFiles, staging: spool.directories.staging)
@@ -84,12 +97,12 @@ public struct ShareLoader: Sendable {
             return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
         }
         if shareState.cancelled.load(ordering: .relaxed) {
-            return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, records: records)
+            return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, details: details, records: records)
         }
         for case let adopting as any AdoptingProvider in providers { adopting.adoptionsEnded() }
         return await finish(
-            shareID: shareID, lock: stagingLock, spares: spares, sourceApp: sourceApp, records: records,
-            origin: origin)
+            shareID: shareID, lock: stagingLock, spares: spares, sourceApp: sourceApp, details: details,
+            records: records, origin: origin)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
@@ -360,14 +373,16 @@ public struct ShareLoader: Sendable {
 
     /// A share cancelled before it was published: whatever was copied is rolled back, the ledger records the share
     /// rejected with ERR_CANCELLED, and the receipt says the share failed (exit 1).
-    private func rollBackCancelled(shareID: String, sourceApp: String?, records: [AttachmentRecord]) -> ShareReceipt {
+    private func rollBackCancelled(
+        shareID: String, sourceApp: String?, details: ShareDetails, records: [AttachmentRecord]
+    ) -> ShareReceipt {
         var records = records
         for index in records.indices where records[index].status == .copied {
             records[index].status = .rolledBack
         }
         spool.rollBack(Manifest(
             shareId: shareID, sourceApp: sourceApp, createdAt: Date().rfc3339, policy: configuration.policy,
-            attachments: records), code: .cancelled)
+            attachments: records, details: details), code: .cancelled)
         let info = AttachmentRecord.ErrorInfo(code: .cancelled, message: "the share was cancelled")
         return ShareReceipt(shareId: shareID, status: .failed, attachments: records, error: info)
     }
@@ -413,7 +428,7 @@ public struct ShareLoader: Sendable {
     /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
         shareID: String, lock: consuming DirectoryLock, spares: StagingSpares, sourceApp: String?,
-        records: [AttachmentRecord], origin: ShareOrigin?
+        details: ShareDetails, records: [AttachmentRecord], origin: ShareOrigin?
     ) async -> ShareReceipt {
         var records = records
         let created = Date()
@@ -433,7 +448,7 @@ public struct ShareLoader: Sendable {
         func manifest() -> Manifest {
             Manifest(
                 shareId: shareID, sourceApp: sourceApp, createdAt: createdAt, policy: configuration.policy,
-                attachments: records, folder: origin?.folder)
+                attachments: records, folder: origin?.folder, details: details)
         }
         if rollBack {
             for index in records.indices where records[index].status == .copied {

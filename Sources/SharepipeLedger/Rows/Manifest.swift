@@ -16,6 +16,49 @@ package struct Manifest: Codable, Sendable, Equatable {
     /// The name of the folder dropped into the inbox, for a folder share (the store processor's `{folder}`); absent
     /// otherwise. Set by the ingester; the key is left out when nil.
     package var folder: String?
+    /// The share's title, text, userInfo and tags, written as the manifest's own keys (`title`, `text`, `userInfo`
+    /// null when absent, `tags` always).
+    package var details: ShareDetails = .empty
+
+    private enum CodingKeys: String, CodingKey {
+        case shareId, sourceApp, createdAt, policy, attachments, folder
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(shareId, forKey: .shareId)
+        try container.encode(sourceApp, forKey: .sourceApp)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(policy, forKey: .policy)
+        try container.encode(attachments, forKey: .attachments)
+        try container.encodeIfPresent(folder, forKey: .folder)
+        try details.encode(to: encoder)
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        shareId = try container.decode(String.self, forKey: .shareId)
+        sourceApp = try container.decodeIfPresent(String.self, forKey: .sourceApp)
+        createdAt = try container.decode(String.self, forKey: .createdAt)
+        policy = try container.decode(SharePolicy.self, forKey: .policy)
+        attachments = try container.decode([AttachmentRecord].self, forKey: .attachments)
+        folder = try container.decodeIfPresent(String.self, forKey: .folder)
+        details = try ShareDetails(from: decoder)
+    }
+
+    /// A manifest built in code.
+    package init(
+        shareId: String, sourceApp: String?, createdAt: String, policy: SharePolicy, attachments: [AttachmentRecord],
+        folder: String? = nil, details: ShareDetails = .empty
+    ) {
+        self.shareId = shareId
+        self.sourceApp = sourceApp
+        self.createdAt = createdAt
+        self.policy = policy
+        self.attachments = attachments
+        self.folder = folder
+        self.details = details
+    }
 
     /// Encodes the manifest as JSON bytes (stable key order).
     package func encoded() throws -> [UInt8] {
