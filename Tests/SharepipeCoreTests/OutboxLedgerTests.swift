@@ -44,6 +44,35 @@ import Testing
         }
     }
 
+    /// The share's title and tags (issue 31), kept with the outbox at staging, are in its published and processed
+    /// payloads; its text and userInfo are in neither.
+    @Test(arguments: LedgerKind.available)
+    func aSharesTitleAndTagsAreInEachOfItsPayloadsAndItsTextInNone(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try Self.ledger(kind, in: dir)
+            var record = LedgerConformanceTests.record()
+            record.manifest.details = try ShareDetails(
+                title: "Harbour", text: "secret text", userInfo: ["k": .string("secret info")], tags: ["a", "b"])
+            let id = record.manifest.shareId
+            try ledger.recordStaged([record])
+            _ = try ledger.recordPublished([id], sourcesDone: [])
+            _ = try ledger.recordClaimed([id])
+            _ = try ledger.recordProcessed([(id, 3)])
+            let url = [Self.urls[0]]
+            let published = try ledger.takeDueNotifications(urls: url, limit: 10, lease: .seconds(60))
+            try ledger.markNotificationsDelivered(published.map { ($0.seq, 200) })
+            let processed = try ledger.takeDueNotifications(urls: url, limit: 10, lease: .seconds(60))
+            #expect((published + processed).map(\.type) == ["share.published", "share.processed"])
+            for row in published + processed {
+                let body = try #require(row.body)
+                #expect(!body.contains("secret"))
+                let payload = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+                let share = try #require(payload["share"] as? [String: Any])
+                #expect(share["title"] as? String == "Harbour" && share["tags"] as? [String] == ["a", "b"])
+            }
+        }
+    }
+
     @Test(arguments: LedgerKind.available)
     func aShareEventWaitsForTheEarlierOneAndFailsPastTheMaximumAge(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in

@@ -116,6 +116,38 @@ struct NotificationTests {
         }
     }
 
+    /// issue 33 with issue 31: a dropped folder's title and tags reach every payload of its share; its text and
+    /// userInfo reach none.
+    @Test func aSharesTitleAndTagsAreInEveryPayloadAndItsTextInNone() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let daemon = try await sandbox.daemon(["--accept", "public.plain-text"])
+            // The folder's name is its first tag (issue 31).
+            let folder = sandbox.outside + "/trip"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            _ = try writeFile(folder + "/note.txt", Array("fine\n".utf8))
+            _ = try writeFile(folder + "/share.json", Array(
+                #"{"title": "Harbour at dusk", "tags": ["a", "b"], "text": "secret words", "userInfo": {"k": "v"}}"#
+                    .utf8))
+            try FileManager.default.moveItem(atPath: folder, toPath: sandbox.inbox + "/trip")
+            #expect(try await sandbox.waitForAcknowledged(2))
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            #expect(Set(deliveries.map(\.type)) == ["share.published", "share.processed"])
+            for delivery in deliveries {
+                let share = delivery.payload["share"] as? [String: Any] ?? [:]
+                #expect(share["title"] as? String == "Harbour at dusk", "\(delivery.type)")
+                #expect(share["tags"] as? [String] == ["trip", "a", "b"], "\(delivery.type)")
+                #expect(share["text"] == nil && share["userInfo"] == nil)
+                let body = try JSONSerialization.data(withJSONObject: delivery.payload)
+                #expect(!String(decoding: body, as: UTF8.self).contains("secret"))
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
     @Test func aReceiverAnswering500FiveTimesGetsTheEventOnTheSixth() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = try Sandbox(root: dir)

@@ -10,7 +10,8 @@ import SharepipeSystem
 extension LedgerStore {
     /// v10: the outbox. `seq` orders the rows of a share; `since` starts a row's delivery window (`created_at`,
     /// or the time of `notifications retry`); `body` is rendered by the first lane that takes the row and kept,
-    /// so a redelivery sends the same bytes.
+    /// so a redelivery sends the same bytes. `outbox_shares` keeps, for the payloads only, the title and tags (a
+    /// JSON array) of a share a notifying process staged or rolled back with either: never its text or userInfo.
     static func outboxMigration(_ dialect: SQLDialect) -> [String] {
         let bigint = dialect.bigint
         return [
@@ -21,6 +22,7 @@ extension LedgerStore {
                 lease_until \(bigint), claimed_by TEXT, delivered_at \(bigint), last_status INTEGER,
                 last_error TEXT, body TEXT)
             """,
+            "CREATE TABLE outbox_shares (share_id TEXT PRIMARY KEY, title TEXT, tags TEXT NOT NULL)",
             "CREATE UNIQUE INDEX outbox_id ON outbox(id, url)",
             "CREATE INDEX outbox_due ON outbox(next_at) WHERE state = 'pending'",
             "CREATE INDEX outbox_share ON outbox(share_id, url, seq) WHERE state = 'pending'",
@@ -59,6 +61,19 @@ extension LedgerStore {
         let targets = outboxTargets.withLock { $0 }
         guard !targets.urls.isEmpty, targets.events.contains(.rejected) else { return [] }
         return outboxInserts(type: .rejected, urls: targets.urls, source: "", bound: [], shareID: shareID)
+    }
+
+    /// The title and tags of a share staged or rolled back by a process that notifies, for its payloads: nothing
+    /// when it does not notify or the share has neither.
+    func outboxDetails(_ manifest: Manifest) -> [SQLStatement] {
+        let details = manifest.details
+        guard details.title != nil || !details.tags.isEmpty,
+            !outboxTargets.withLock({ $0.urls.isEmpty })
+        else { return [] }
+        let tags = String(decoding: (try? JSONEncoder().encode(details.tags)) ?? Data("[]".utf8), as: UTF8.self)
+        return [SQLStatement(
+            "INSERT INTO outbox_shares (share_id, title, tags) VALUES (?, ?, ?)",
+            [.text(manifest.shareId), SQLValue(details.title), .text(tags)])]
     }
 
     /// One insert per URL, all with one new event id; `source` is a FROM clause naming the share row (its `id`), or
@@ -115,7 +130,8 @@ extension LedgerStore {
         var bodies: [SQLStatement] = []
         for (position, index) in missing.enumerated() {
             let body = try Self.notificationBody(
-                rows[index], share: results[2 * position], attachments: results[2 * position + 1])
+                rows[index], share: results[3 * position], details: results[3 * position + 1],
+                attachments: results[3 * position + 2])
             rows[index].body = body
             bodies.append(SQLStatement(
                 "UPDATE outbox SET body = ? WHERE id = ? AND body IS NULL", [.text(body), .text(rows[index].id)]))
@@ -255,11 +271,13 @@ extension LedgerStore {
 
     // MARK: Payload
 
-    /// What a row's body is made of: the share's row, and its attachments' events with their contents.
+    /// What a row's body is made of: the share's row, its title and tags, and its attachments' events with their
+    /// contents.
     static func bodyQueries(shareID: String) -> [SQLStatement] {
         let share = SQLValue.text(shareID)
         return [
             SQLStatement("SELECT source_app FROM shares WHERE id = ?", [share]),
+            SQLStatement("SELECT title, tags FROM outbox_shares WHERE share_id = ?", [share]),
             SQLStatement(
                 """
                 SELECT e.attachment, e.type, e.bytes, c.file_id, c.sha256, c.original_share, c.original_file,
@@ -271,9 +289,12 @@ extension LedgerStore {
         ]
     }
 
-    /// The JSON body of a row: its type, id and time, and the share as the ledger knows it — its app, its status
-    /// (the event's), and each attachment's file id, type, size, hash and original. Never content, names or text.
-    static func notificationBody(_ row: OutboxRow, share: SQLResult, attachments rows: SQLResult) throws -> String {
+    /// The JSON body of a row: its type, id and time, and the share as the ledger knows it — its app, title, tags,
+    /// status (the event's), and each attachment's file id, type, size, hash and original. Never content, names,
+    /// text or userInfo.
+    static func notificationBody(
+        _ row: OutboxRow, share: SQLResult, details: SQLResult, attachments rows: SQLResult
+    ) throws -> String {
         var attachments: [NotificationPayload.Attachment] = []
         var seen = Set<Int64>()
         for columns in rows.rows {
@@ -287,11 +308,15 @@ extension LedgerStore {
                 fileId: columns[3].text, typeIdentifier: columns[1].text, bytes: columns[2].integer,
                 sha256: columns[4].text, duplicateOf: duplicate))
         }
+        let tags = (details.rows.first?[1].text).flatMap {
+            try? JSONDecoder().decode([String].self, from: Data($0.utf8))
+        }
         let payload = NotificationPayload(
             type: row.type, id: row.id,
             timestamp: Date(timeIntervalSince1970: Double(row.createdAt) / 1000).rfc3339,
             share: .init(
-                shareId: row.shareID, sourceApp: share.rows.first?[0].text, title: nil, tags: [],
+                shareId: row.shareID, sourceApp: share.rows.first?[0].text, title: details.rows.first?[0].text,
+                tags: tags ?? [],
                 status: NotificationType(rawValue: row.type)?.status ?? row.type, attachments: attachments))
         return try payload.json()
     }
@@ -379,8 +404,8 @@ package struct NotificationRecord: Sendable, Encodable {
     }
 }
 
-/// The JSON a receiver gets (SPEC "Notifications"). `title` and `tags` are the share's own once the share model
-/// carries them; until then null and empty.
+/// The JSON a receiver gets (SPEC "Notifications"): `title` null and `tags` empty when the share has none, or was
+/// staged by a process that does not notify.
 struct NotificationPayload: Encodable {
     struct Attachment: Encodable {
         var fileId: String?, typeIdentifier: String?, bytes: Int64?, sha256: String?

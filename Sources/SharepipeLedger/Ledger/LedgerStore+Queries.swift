@@ -94,6 +94,11 @@ extension LedgerStore {
                 SQLStatement("DELETE FROM contents WHERE created_at < ?", [.integer(cutoff)]),
                 // issue 33: deliveries acknowledged (pending and failed ones stay until delivered or retried).
                 SQLStatement("DELETE FROM outbox WHERE state = 'delivered' AND delivered_at < ?", [.integer(cutoff)]),
+                SQLStatement(
+                    """
+                    DELETE FROM outbox_shares WHERE NOT EXISTS (SELECT 1 FROM shares WHERE id = share_id)
+                        AND NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.share_id = outbox_shares.share_id)
+                    """),
             ],
             durable: true
         )[0].changed

@@ -267,7 +267,8 @@ package final class LedgerStore: Sendable {
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(shares.flatMap { share in
             Self.inserts(share.manifest, state: .staged, code: nil, at: now, spool: spool)
-                + Self.contentInserts(share.manifest, dialect: driver.dialect) + share.sources.map { source in
+                + Self.contentInserts(share.manifest, dialect: driver.dialect) + outboxDetails(share.manifest)
+                + share.sources.map { source in
                 SQLStatement(
                     "INSERT INTO sources (share_id, device, inode, size, mtime, sha256, state) VALUES (?,?,?,?,?,?,?)",
                     [.text(share.manifest.shareId), .integer(Int64(bitPattern: source.device)),
@@ -296,7 +297,7 @@ package final class LedgerStore: Sendable {
         _ = try driver.execute(
             Self.inserts(manifest, state: .rejected, code: code, at: now, spool: spool)
                 + [Self.event(.rejected, manifest.shareId, at: now, code: code)]
-                + outboxStatements(rejected: manifest.shareId),
+                + outboxDetails(manifest) + outboxStatements(rejected: manifest.shareId),
             durable: true)
         outboxWritten()
     }
