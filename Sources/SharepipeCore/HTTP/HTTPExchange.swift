@@ -19,6 +19,12 @@ enum HTTPExchange {
         case tusHead(String)
         case tusPatch(String)
         case tusDelete(String)
+        /// `OPTIONS /v1/shares`: what an upload there may use (`ResumableProtocol`'s limits).
+        case sharesOptions
+        /// The upload resource of `ResumableProtocol` (a request to `/v1/uploads/ID` with an interop version).
+        case resumableOffset(String)
+        case resumableAppend(String)
+        case resumableCancel(String)
     }
 
     /// How the body of `POST /v1/shares` is read.
@@ -48,7 +54,9 @@ enum HTTPExchange {
             }
             sourceApp = name
         }
-        guard route == .createShare else { return .serve(route, sourceApp: sourceApp, body: nil) }
+        guard route == .createShare else {
+            return .serve(resumable(route, head), sourceApp: sourceApp, body: nil)
+        }
         let contentType = HeaderValue(head["content-type"] ?? "")
         let body: ShareBody
         if contentType.value.lowercased() == "multipart/form-data" {
@@ -72,6 +80,17 @@ enum HTTPExchange {
         return .serve(route, sourceApp: sourceApp, body: body)
     }
 
+    /// A request to an upload that speaks `ResumableProtocol` (it names an interop version) goes to that protocol.
+    private static func resumable(_ route: Route, _ head: HTTPRequestHead) -> Route {
+        guard head["upload-draft-interop-version"] != nil else { return route }
+        switch route {
+        case .tusHead(let id): return .resumableOffset(id)
+        case .tusPatch(let id): return .resumableAppend(id)
+        case .tusDelete(let id): return .resumableCancel(id)
+        default: return route
+        }
+    }
+
     /// The route of a method and path; 404 for an unknown path, 405 (with `Allow`) for a known path and another
     /// method.
     static func route(method: String, path: String) -> Result<Route, HTTPResponse> {
@@ -85,7 +104,11 @@ enum HTTPExchange {
         case 1 where parts[0] == "healthz":
             return method == "GET" || method == "HEAD" ? .success(.health) : notAllowed(["GET", "HEAD"])
         case 2 where parts == ["v1", "shares"]:
-            return method == "POST" ? .success(.createShare) : notAllowed(["POST"])
+            switch method {
+            case "POST": return .success(.createShare)
+            case "OPTIONS": return .success(.sharesOptions)
+            default: return notAllowed(["POST", "OPTIONS"])
+            }
         case 3 where parts[0] == "v1" && parts[1] == "shares":
             return method == "GET" ? .success(.showShare(parts[2])) : notAllowed(["GET"])
         case 2 where parts == ["v1", "uploads"]:

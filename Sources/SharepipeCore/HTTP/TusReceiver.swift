@@ -1,7 +1,7 @@
 import Foundation
 
 /// Receives one PATCH (or a creation's body) into a tus upload's data file and performs what `TusProtocol`
-/// decides. The body's bytes are appended on the connection's thread as they arrive; `finish` and `perform` run
+/// decides; with `resumable`, the same for an upload of `ResumableProtocol`, whose decisions differ where noted. The body's bytes are appended on the connection's thread as they arrive; `finish` and `perform` run
 /// on the server's threads once the connection is suspended, so the two never overlap.
 final class TusReceiver: @unchecked Sendable {
     private let server: HTTPServer
@@ -12,13 +12,19 @@ final class TusReceiver: @unchecked Sendable {
     private let checksum: TusProtocol.Checksum?
     private let digest: MessageDigest?
     private var received: Int64 = 0
+    /// Where the bytes whose writeback was not started yet begin (so the sync at the end finds little to write).
+    private var writebackFrom: Int64 = 0
     /// The share the upload became, once ingested.
     private(set) var shareID: String?
+    /// An upload of `ResumableProtocol`: its version, what this request appends, and the upload's `Location`.
+    let resumable: (version: ResumableProtocol.Version, append: ResumableProtocol.Append, location: String)?
 
     init(
         server: HTTPServer, upload: TusUpload, file: consuming FileDescriptor?, checksum: TusProtocol.Checksum?,
-        creation: Bool, limit: Int64 = 0
+        creation: Bool, limit: Int64 = 0,
+        resumable: (version: ResumableProtocol.Version, append: ResumableProtocol.Append, location: String)? = nil
     ) {
+        self.resumable = resumable
         self.server = server
         self.upload = upload
         self.file = file
@@ -31,6 +37,11 @@ final class TusReceiver: @unchecked Sendable {
     /// Appends the next bytes of the body.
     func receive(_ bytes: UnsafeRawBufferPointer) throws(ShareError) {
         guard received + Int64(bytes.count) <= limit else {
+            if let resumable {
+                throw resumable.append.lengthUnknown
+                    ? ShareError(.tooLarge, "the upload passes the \(upload.offset + limit)-byte limit")
+                    : ShareError(.badRequest, "the body passes the upload's length")
+            }
             file = nil
             try? truncate(to: upload.offset)
             throw ShareError(.badRequest, "the body passes the Upload-Length")
@@ -43,18 +54,65 @@ final class TusReceiver: @unchecked Sendable {
         }
         digest?.update(bytes)
         received += Int64(bytes.count)
+        if received - writebackFrom >= Int64(CopyEngine.chunkSize) {
+            file?.startWriteback(offset: upload.offset + writebackFrom, length: Int(received - writebackFrom))
+            writebackFrom = received
+        }
     }
 
     /// The body is complete: sync, record, and ingest when the upload is finished.
     func finish() async -> HTTPResponse {
+        if let resumable {
+            let now = System.wallClockNanoseconds() / 1_000_000
+            return await perform(ResumableProtocol.received(
+                upload, bytes: received, resumable.append, creation: creation, resumable.version,
+                location: resumable.location, maxSize: server.loaderConfiguration().maxFileSize, now: now))
+        }
         let matched = checksum.map { digest?.finalize() == $0.digest }
         return await perform(TusProtocol.received(upload, bytes: received, checksumMatched: matched, creation: creation))
     }
 
-    /// The request was cut off before its body ended: nothing is recorded; the bytes past the recorded offset are
-    /// cut off by the next PATCH.
+    /// The request was cut off before its body ended. tus: nothing is recorded; the bytes past the recorded offset
+    /// are cut off by the next PATCH. `ResumableProtocol`: what arrived is synced and recorded (on the connection's
+    /// thread, before the upload is released, so a resuming request that waits for it sees the new offset).
     func abandon() {
-        file = nil
+        defer { file = nil }
+        guard resumable != nil, file != nil else { return }
+        for action in ResumableProtocol.interrupted(upload, bytes: received) {
+            do {
+                switch action {
+                case .sync: try file?.sync()
+                case .record(let advanced): try server.uploads.record(advanced)
+                default: continue
+                }
+            } catch {
+                server.logger.warning("http.upload_record_failed", [
+                    ("upload", .string(upload.id)), ("message", .string("\(error)")),
+                ])
+                return
+            }
+        }
+    }
+
+    /// The request is refused in the middle of its body: the answer. An upload of `ResumableProtocol` that passed the
+    /// size limit or its length is removed (it cannot be completed); otherwise it keeps what arrived.
+    func refused(_ error: ShareError) -> HTTPResponse {
+        guard let resumable else {
+            abandon()
+            return TusProtocol.refusal(error)
+        }
+        if error.code == .tooLarge || error.code == .badRequest {
+            file = nil
+            try? server.uploads.remove(upload.id)
+        } else {
+            abandon()
+        }
+        let limits = ResumableProtocol.limits(
+            of: upload, maxSize: server.loaderConfiguration().maxFileSize,
+            now: System.wallClockNanoseconds() / 1_000_000)
+        return ResumableProtocol.refusal(
+            error, resumable.version,
+            headers: error.code == .tooLarge ? ResumableProtocol.limitHeaders(limits, resumable.version) : [])
     }
 
     /// Performs the actions in order; the first response is the answer.
@@ -72,7 +130,9 @@ final class TusReceiver: @unchecked Sendable {
                     try server.uploads.record(upload)
                 case .ingest(let upload):
                     let receipt = await ingest(upload)
-                    pending = TusProtocol.ingested(upload, receipt: receipt, creation: creation)[...] + pending
+                    let next = resumable.map { ResumableProtocol.ingested(upload, receipt: receipt, $0.version) }
+                        ?? TusProtocol.ingested(upload, receipt: receipt, creation: creation)
+                    pending = next[...] + pending
                 case .removeData:
                     try server.uploads.removeData(upload.id)
                 case .remove:
@@ -82,7 +142,8 @@ final class TusReceiver: @unchecked Sendable {
                 }
             } catch {
                 file = nil
-                return TusProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)"))
+                let failure = error as? ShareError ?? ShareError(.io, "\(error)")
+                return resumable.map { ResumableProtocol.refusal(failure, $0.version) } ?? TusProtocol.refusal(failure)
             }
         }
         return TusProtocol.refusal(ShareError(.io, "no answer was decided"))
