@@ -176,3 +176,37 @@ import Testing
         #expect(ResumableProtocol.interrupted(upload, bytes: 30) == [.sync, .record(advanced)])
     }
 }
+
+/// RFC 9530's fields: parsed strictly for the algorithms verified here, others ignored.
+@Suite struct DigestFieldsTests {
+    static let sum = Array(repeating: UInt8(1), count: 32)
+
+    @Test func knownAlgorithmsAreByteSequencesOfTheirSize() throws {
+        let text = "sha-256=:" + Data(Self.sum).base64EncodedString() + ":, unixsum=:AAA=:"
+        #expect(try DigestFields.parse(text, name: "Repr-Digest").get() == DigestFields(sha256: Self.sum))
+        #expect(try DigestFields.parse("md5=:AAA=:", name: "Repr-Digest").get() == nil)
+        #expect(try DigestFields.parse(nil, name: "Repr-Digest").get() == nil)
+        #expect(throws: ShareError.self) { try DigestFields.parse("sha-256=:AAA=:", name: "Repr-Digest").get() }
+        #expect(throws: ShareError.self) { try DigestFields.parse("sha-512=abc", name: "Repr-Digest").get() }
+    }
+
+    @Test func wantReprDigestIsAnsweredWithTheStoredSHA256() {
+        let hex = Self.sum.map { String(format: "%02x", $0) }.joined()
+        let answer = DigestFields.answer(want: "sha-256=3", sha256Hex: hex)
+        #expect(answer.map { $0.0 + ": " + $0.1 } == ["Repr-Digest: sha-256=:" + Data(Self.sum).base64EncodedString() + ":"])
+        #expect(DigestFields.answer(want: "sha-256=0", sha256Hex: hex).isEmpty)
+        #expect(DigestFields.answer(want: nil, sha256Hex: hex).isEmpty)
+    }
+
+    @Test func aCheckComparesEveryDigestGiven() {
+        let bytes: [UInt8] = Array("hello".utf8)
+        let sha = MessageDigest(.sha256)
+        bytes.withUnsafeBytes { sha.update($0) }
+        let right = DigestFields.Check(DigestFields(sha256: sha.finalize()))
+        bytes.withUnsafeBytes { right.update($0) }
+        #expect(right.matches())
+        let wrong = DigestFields.Check(DigestFields(sha256: Self.sum))
+        bytes.withUnsafeBytes { wrong.update($0) }
+        #expect(!wrong.matches())
+    }
+}

@@ -652,11 +652,13 @@ final class RequestContext: @unchecked Sendable {
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp
+        let want = head["want-repr-digest"]
         return { [self] in
             let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp)
             receiver.discard()
             self.noteShare(receipt.shareId)
-            let response = HTTPIngest.response(for: receipt)
+            var response = HTTPIngest.response(for: receipt)
+            response.headers += DigestFields.answer(want: want, sha256Hex: DigestFields.stored(receipt))
             if let key, [201, 422].contains(response.status) {
                 let stored = StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
                 do {
@@ -780,11 +782,16 @@ final class RequestContext: @unchecked Sendable {
             let created = TusProtocol.create(
                 head, id: UUID.random().uuidString, now: now, expiry: server.configuration.uploadExpiry,
                 maxSize: limits.maxFileSize, owner: owner)
-            let upload: TusUpload
+            var upload: TusUpload
             switch created {
             case .failure(let response): return .answer(response)
             case .success(let new): upload = new
             }
+            if case .failure(let error) = DigestFields.parse(head["repr-digest"], name: "Repr-Digest") {
+                return .answer(TusProtocol.refusal(error))
+            }
+            upload.metadata[DigestFields.reprKey] = head["repr-digest"]
+            upload.metadata[DigestFields.wantKey] = head["want-repr-digest"]
             let withBody = HeaderValue(head["content-type"] ?? "").value.lowercased() == TusProtocol.offsetContentType
             if withBody, let refusal = capacityRefusal(limits, tus: true) { return .answer(refusal) }
             do {
@@ -940,12 +947,13 @@ final class RequestContext: @unchecked Sendable {
         location: String, creation: Bool
     ) -> Phase {
         do {
+            let digest = try DigestFields.parse(head["content-digest"], name: "Content-Digest").get()
             let file = try server.uploads.openForAppend(upload.id, at: upload.offset)
             countsAsUpload = true
             server.metrics.uploadStarted()
             return .tus(TusReceiver(
                 server: server, upload: upload, file: file, checksum: nil, creation: creation, limit: append.limit,
-                resumable: (version, append, location)))
+                contentDigest: digest, resumable: (version, append, location)))
         } catch {
             return .answer(ResumableProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)"), version))
         }
@@ -980,6 +988,15 @@ final class RequestContext: @unchecked Sendable {
             }
         }
         let resumable = creation
+        // The content the body will be, when it says so: a single body's `Repr-Digest` or `Content-Digest`, a
+        // resumable upload's `Repr-Digest` (its first request may carry only part of it).
+        let named: DigestFields?
+        let digests = resumable == nil
+            ? DigestFields.expected(head) : DigestFields.parse(head["repr-digest"], name: "Repr-Digest")
+        switch digests {
+        case .success(let digests): named = kind == .single ? digests : nil
+        case .failure(let error): return .answer(.error(error))
+        }
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         if let key {
@@ -1007,6 +1024,7 @@ final class RequestContext: @unchecked Sendable {
                 }
             }
             if let refusal = capacityRefusal(limits, tus: false) { return refusal }
+            if let refusal = duplicateRefusal(named, limits) { return refusal }
             guard let resumable else { return nil }
             do {
                 try server.uploads.create(resumable.upload)
@@ -1030,6 +1048,23 @@ final class RequestContext: @unchecked Sendable {
             } catch {
                 return .answer(.error(error as? ShareError ?? ShareError(.io, "\(error)")))
             }
+        }
+    }
+
+    /// `--duplicates reject`: a body whose digest names content stored within the window is refused before it is read
+    /// (422 `ERR_DUPLICATE` naming the original), from the ledger every daemon on it shares.
+    private func duplicateRefusal(_ named: DigestFields?, _ limits: LoaderConfiguration) -> HTTPResponse? {
+        guard limits.duplicates == .reject, let sha256 = named?.sha256 else { return nil }
+        let hex = sha256.map { String(format: "%02x", $0) }.joined()
+        let now = LedgerClock.now()
+        do {
+            guard let origin = try server.spool.ledger.original(
+                ofContent: hex, windowStart: now - limits.duplicateWindow.milliseconds,
+                reservationsSince: now - ShareLoader.reservationLifetime.milliseconds)
+            else { return nil }
+            return HTTPIngest.duplicate(of: origin)
+        } catch {
+            return .error(ShareError(.containerUnavailable, "the ledger cannot be asked for duplicates"), status: 503)
         }
     }
 
@@ -1064,11 +1099,13 @@ final class RequestContext: @unchecked Sendable {
         case .receive(let offset, let limit, let checksum):
             guard let upload else { return .answer(TusProtocol.refusal(ShareError(.notFound, "no such upload"), status: 404)) }
             do {
+                let digest = try DigestFields.parse(head["content-digest"], name: "Content-Digest").get()
                 let file = try server.uploads.openForAppend(id, at: offset)
                 countsAsUpload = true
                 server.metrics.uploadStarted()
                 return .tus(TusReceiver(
-                    server: server, upload: upload, file: file, checksum: checksum, creation: creation, limit: limit))
+                    server: server, upload: upload, file: file, checksum: checksum, creation: creation, limit: limit,
+                    contentDigest: digest))
             } catch {
                 return .answer(TusProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)")))
             }

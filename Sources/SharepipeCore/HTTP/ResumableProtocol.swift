@@ -179,6 +179,11 @@ enum ResumableProtocol {
             metadata["filetype"] = type
         }
         if let types = head["sharepipe-type"] { metadata["types"] = types }
+        if case .failure(let error) = DigestFields.parse(head["repr-digest"], name: "Repr-Digest") {
+            return .refuse(refusal(error, version))
+        }
+        metadata[DigestFields.reprKey] = head["repr-digest"]
+        metadata[DigestFields.wantKey] = head["want-repr-digest"]
         let upload = TusUpload(
             id: id, length: length, offset: 0, metadata: metadata, createdAt: now, expiresAt: expiresAt, owner: owner,
             interop: version.rawValue, completed: false)

@@ -16,15 +16,18 @@ final class TusReceiver: @unchecked Sendable {
     private var writebackFrom: Int64 = 0
     /// The share the upload became, once ingested.
     private(set) var shareID: String?
+    /// The request's `Content-Digest`, checked over its body: a mismatch appends nothing.
+    private let contentDigest: DigestFields.Check?
     /// An upload of `ResumableProtocol`: its version, what this request appends, and the upload's `Location`.
     let resumable: (version: ResumableProtocol.Version, append: ResumableProtocol.Append, location: String)?
 
     init(
         server: HTTPServer, upload: TusUpload, file: consuming FileDescriptor?, checksum: TusProtocol.Checksum?,
-        creation: Bool, limit: Int64 = 0,
+        creation: Bool, limit: Int64 = 0, contentDigest: DigestFields? = nil,
         resumable: (version: ResumableProtocol.Version, append: ResumableProtocol.Append, location: String)? = nil
     ) {
         self.resumable = resumable
+        self.contentDigest = contentDigest.map(DigestFields.Check.init)
         self.server = server
         self.upload = upload
         self.file = file
@@ -53,6 +56,7 @@ final class TusReceiver: @unchecked Sendable {
             throw error as? ShareError ?? ShareError(.io, "\(error)")
         }
         digest?.update(bytes)
+        contentDigest?.update(bytes)
         received += Int64(bytes.count)
         if received - writebackFrom >= Int64(CopyEngine.chunkSize) {
             file?.startWriteback(offset: upload.offset + writebackFrom, length: Int(received - writebackFrom))
@@ -62,6 +66,11 @@ final class TusReceiver: @unchecked Sendable {
 
     /// The body is complete: sync, record, and ingest when the upload is finished.
     func finish() async -> HTTPResponse {
+        if let contentDigest, !contentDigest.matches() {
+            let error = ShareError(.badRequest, "the body does not match its Content-Digest; nothing was appended")
+            return await perform([.truncate(to: upload.offset), .respond(
+                resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error))])
+        }
         if let resumable {
             let now = System.wallClockNanoseconds() / 1_000_000
             return await perform(ResumableProtocol.received(
@@ -118,6 +127,7 @@ final class TusReceiver: @unchecked Sendable {
     /// Performs the actions in order; the first response is the answer.
     func perform(_ actions: [TusProtocol.Action]) async -> HTTPResponse {
         var pending = actions[...]
+        var digestHeaders: [(String, String)] = []
         while let action = pending.popFirst() {
             do {
                 switch action {
@@ -129,7 +139,13 @@ final class TusReceiver: @unchecked Sendable {
                 case .record(let upload):
                     try server.uploads.record(upload)
                 case .ingest(let upload):
+                    if let refusal = try reprDigestRefusal(upload) {
+                        pending = [.remove, .respond(refusal)]
+                        continue
+                    }
                     let receipt = await ingest(upload)
+                    digestHeaders = DigestFields.answer(
+                        want: upload.metadata[DigestFields.wantKey], sha256Hex: DigestFields.stored(receipt))
                     let next = resumable.map { ResumableProtocol.ingested(upload, receipt: receipt, $0.version) }
                         ?? TusProtocol.ingested(upload, receipt: receipt, creation: creation)
                     pending = next[...] + pending
@@ -137,7 +153,8 @@ final class TusReceiver: @unchecked Sendable {
                     try server.uploads.removeData(upload.id)
                 case .remove:
                     try server.uploads.remove(upload.id)
-                case .respond(let response):
+                case .respond(var response):
+                    response.headers += digestHeaders
                     return response
                 }
             } catch {
@@ -147,6 +164,16 @@ final class TusReceiver: @unchecked Sendable {
             }
         }
         return TusProtocol.refusal(ShareError(.io, "no answer was decided"))
+    }
+
+    /// A completed upload whose `Repr-Digest` (given at its creation) does not match the bytes on disk: the refusal
+    /// (the upload is removed, nothing ingested).
+    private func reprDigestRefusal(_ upload: TusUpload) throws -> HTTPResponse? {
+        guard case .success(let expected?) = DigestFields.parse(upload.metadata[DigestFields.reprKey], name: "")
+        else { return nil }
+        guard try !DigestFields.Check.file(server.uploads.dataPath(upload.id), matches: expected) else { return nil }
+        let error = ShareError(.badRequest, "the upload does not match its Repr-Digest; nothing was ingested")
+        return resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error)
     }
 
     private func truncate(to length: Int64) throws {
