@@ -29,16 +29,19 @@ struct HTTPDigestTests {
             let shares = daemon.baseURL + "/v1/shares"
 
             let plain = try await curlResponse([
-                "-H", "Repr-Digest: " + digest, "-H", "Want-Repr-Digest: sha-256=5", "--data-binary", "@" + file, shares,
+                "-H", "Repr-Digest: " + digest, "-H", "Want-Repr-Digest: sha-256=5", "--data-binary", "@" + file,
+                shares,
             ])
             #expect(plain.status == 201)
             #expect(plain.headers["repr-digest"] == digest)
-            let badPlain = try await curlResponse(["-H", "Content-Digest: " + Self.wrong, "--data-binary", "@" + file, shares])
+            let body = ["--data-binary", "@" + file, shares]
+            let badPlain = try await curlResponse(["-H", "Content-Digest: " + Self.wrong] + body)
             #expect(badPlain.status == 400)
             #expect(try Self.code(badPlain) == "ERR_BAD_REQUEST")
-            let malformed = try await curlResponse(["-H", "Repr-Digest: sha-256=abc", "--data-binary", "@" + file, shares])
+            let malformed = try await curlResponse(["-H", "Repr-Digest: sha-256=abc"] + body)
             #expect(malformed.status == 400)
-            let badForm = try await curlResponse(["-H", "Content-Digest: " + Self.wrong, "-F", "photo=@" + file, shares])
+            let badForm = try await curlResponse(
+                ["-H", "Content-Digest: " + Self.wrong, "-F", "photo=@" + file, shares])
             #expect(badForm.status == 400)
 
             // tus: a PATCH whose Content-Digest does not match appends nothing.
@@ -63,13 +66,13 @@ struct HTTPDigestTests {
             // Resumable: the Repr-Digest of the whole upload is checked when it completes.
             let resumable = ["-H", "Upload-Draft-Interop-Version: 8", "-H", "Upload-Complete: ?1"]
             let good = try await curlResponse(resumable + [
-                "-H", "Repr-Digest: " + digest, "-H", "Want-Repr-Digest: sha-256=1", "--data-binary", "@" + file, shares,
-            ])
+                "-H", "Repr-Digest: " + digest, "-H", "Want-Repr-Digest: sha-256=1",
+            ] + body)
             #expect(good.status == 201)
             #expect(good.headers["repr-digest"] == digest)
             #expect(good.headers["upload-complete"] == "?1")
             let stored = Self.storedCount(sandbox)
-            let bad = try await curlResponse(resumable + ["-H", "Repr-Digest: " + Self.wrong, "--data-binary", "@" + file, shares])
+            let bad = try await curlResponse(resumable + ["-H", "Repr-Digest: " + Self.wrong] + body)
             #expect(bad.status == 400)
             #expect(try Self.code(bad) == "ERR_BAD_REQUEST")
             try await Task.sleep(for: .seconds(2))
@@ -138,7 +141,8 @@ struct HTTPDigestTests {
     }
 
     @Test(.enabled(
-        if: DuplicateCommandTests.postgres != nil || DuplicateCommandTests.postgresRequired, "SHAREPIPE_TEST_PG is unset"))
+        if: DuplicateCommandTests.postgres != nil || DuplicateCommandTests.postgresRequired,
+        "SHAREPIPE_TEST_PG is unset"))
     func aDigestKnownToAnotherDaemonOnTheLedgerIsRefusedBeforeItsBody() async throws {
         try await withTemporaryDirectory { dir in
             let ledger = try ClusterTests.freshDatabase()
@@ -152,7 +156,8 @@ struct HTTPDigestTests {
             #expect(first.status == 201)
             let original = try #require(try first.json["shareId"] as? String)
             let answer = try await Self.headOnly(
-                daemons[1].addresses[0], ["Content-Length: \(1 << 20)", "Repr-Digest: " + (try await Self.reprDigest(file))])
+                daemons[1].addresses[0],
+                ["Content-Length: \(1 << 20)", "Repr-Digest: " + (try await Self.reprDigest(file))])
             #expect(answer.hasPrefix("HTTP/1.1 422"), "\(answer)")
             #expect(answer.contains(original), "\(answer)")
             for daemon in daemons { _ = try await daemon.stop() }

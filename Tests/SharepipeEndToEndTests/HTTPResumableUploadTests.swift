@@ -16,8 +16,8 @@ struct HTTPResumableUploadTests {
         cafile: String? = nil
     ) async throws -> [String: Any] {
         let python = try await pythonWithClients()
-        let arguments = [fixturePath("clients/resumable_client.py"), phase, base, file, String(version), argument, state]
-            + (cafile.map { [$0] } ?? [])
+        let script = fixturePath("clients/resumable_client.py")
+        let arguments = [script, phase, base, file, String(version), argument, state] + (cafile.map { [$0] } ?? [])
         let result = try await ToolProcess(python, arguments).result(timeout: .seconds(300))
         guard let object = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
             throw SupportError("the client printed no JSON (\(result.status)): \(result.stdout) \(result.stderr)")

@@ -909,7 +909,8 @@ final class RequestContext: @unchecked Sendable {
             sharepipe_mhd_send_interim(connection, bytes.baseAddress, bytes.count, 5000)
         }
         guard sent == 0 else {
-            return .answer(ResumableProtocol.refusal(ShareError(.io, "the interim response could not be sent"), version))
+            let error = ShareError(.io, "the interim response could not be sent")
+            return .answer(ResumableProtocol.refusal(error, version))
         }
         return resumableReceive(upload, version, append, location: location, creation: true)
     }

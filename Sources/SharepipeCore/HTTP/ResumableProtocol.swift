@@ -149,7 +149,8 @@ enum ResumableProtocol {
         case .success(let found): version = found
         case .failure(let error):
             // A version not spoken here: a complete body is still an ordinary upload; a partial one cannot be.
-            let says = head["upload-complete"].flatMap(boolean) ?? head["upload-incomplete"].flatMap(boolean).map { !$0 }
+            let says = head["upload-complete"].flatMap(boolean)
+                ?? head["upload-incomplete"].flatMap(boolean).map { !$0 }
             return says == false ? .refuse(HTTPResponse.error(error)) : .plain
         }
         guard let complete = complete(head, version) else { return .plain }
@@ -221,7 +222,9 @@ enum ResumableProtocol {
     }
 
     /// The headers that describe an upload's state.
-    private static func state(_ upload: TusUpload, _ version: Version, maxSize: Int64, now: Int64) -> [(String, String)] {
+    private static func state(
+        _ upload: TusUpload, _ version: Version, maxSize: Int64, now: Int64
+    ) -> [(String, String)] {
         var headers = [
             ("Upload-Draft-Interop-Version", String(version.rawValue)), completeness(upload.isComplete, version),
             ("Upload-Offset", String(upload.offset)),
@@ -242,7 +245,8 @@ enum ResumableProtocol {
         case .failure(let response): return response
         case .success(let upload):
             return HTTPResponse(
-                status: 204, headers: state(upload, version, maxSize: maxSize, now: now) + [("Cache-Control", "no-store")])
+                status: 204,
+                headers: state(upload, version, maxSize: maxSize, now: now) + [("Cache-Control", "no-store")])
         }
     }
 

@@ -122,7 +122,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
     /// The body is complete: what it holds.
     func finish() throws(ShareError) -> ReceivedBody {
         if let digest, !digest.matches() {
-            throw ShareError(.badRequest, "the body does not match its Repr-Digest/Content-Digest; nothing was ingested")
+            throw ShareError(
+                .badRequest, "the body does not match its Repr-Digest/Content-Digest; nothing was ingested")
         }
         if var single {
             single.parts[0].received = try end(single.parts[0].path)

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Receives one PATCH (or a creation's body) into a tus upload's data file and performs what `TusProtocol`
-/// decides; with `resumable`, the same for an upload of `ResumableProtocol`, whose decisions differ where noted. The body's bytes are appended on the connection's thread as they arrive; `finish` and `perform` run
+/// decides; with `resumable`, the same for an upload of `ResumableProtocol`, whose decisions differ where noted.
+/// The body's bytes are appended on the connection's thread as they arrive; `finish` and `perform` run
 /// on the server's threads once the connection is suspended, so the two never overlap.
 final class TusReceiver: @unchecked Sendable {
     private let server: HTTPServer
