@@ -19,8 +19,6 @@ enum HTTPExchange {
         case tusHead(String)
         case tusPatch(String)
         case tusDelete(String)
-        /// `OPTIONS /v1/shares`: what an upload there may use (`ResumableProtocol`'s limits).
-        case sharesOptions
         /// The upload resource of `ResumableProtocol` (a request to `/v1/uploads/ID` with an interop version).
         case resumableOffset(String)
         case resumableAppend(String)
@@ -104,11 +102,7 @@ enum HTTPExchange {
         case 1 where parts[0] == "healthz":
             return method == "GET" || method == "HEAD" ? .success(.health) : notAllowed(["GET", "HEAD"])
         case 2 where parts == ["v1", "shares"]:
-            switch method {
-            case "POST": return .success(.createShare)
-            case "OPTIONS": return .success(.sharesOptions)
-            default: return notAllowed(["POST", "OPTIONS"])
-            }
+            return method == "POST" ? .success(.createShare) : notAllowed(["POST"])
         case 3 where parts[0] == "v1" && parts[1] == "shares":
             return method == "GET" ? .success(.showShare(parts[2])) : notAllowed(["GET"])
         case 2 where parts == ["v1", "uploads"]:

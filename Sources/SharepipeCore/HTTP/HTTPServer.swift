@@ -806,12 +806,6 @@ final class RequestContext: @unchecked Sendable {
             return tusPatch(upload.id, head: patch, creation: true)
         case .tusPatch(let id):
             return tusPatch(id, head: head, creation: false)
-        case .sharesOptions:
-            var headers = [("Allow", "POST, OPTIONS"), ("Accept-Patch", ResumableProtocol.partialUploadType)]
-            let version = ResumableProtocol.version(head).flatMap { try? $0.get() } ?? .v8
-            headers.append(("Upload-Draft-Interop-Version", String(version.rawValue)))
-            headers += ResumableProtocol.limitHeaders(resumableLimits(), version)
-            return .answer(HTTPResponse(status: 204, headers: headers))
         case .resumableOffset(let id):
             return resumable { version in
                 .work {
