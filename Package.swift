@@ -8,6 +8,9 @@ let package = Package(
         .library(name: "SharepipeTesting", targets: ["SharepipeTesting"]),
         // issue 20: Apple's share-extension API on Linux
         .library(name: "SharepipeExtensionKit", targets: ["SharepipeExtensionKit"]),
+        // issue 32: Apple's module names over the kit, so an extension's imports compile unchanged on Linux
+        .library(name: "UniformTypeIdentifiers", targets: ["UniformTypeIdentifiers"]),
+        .library(name: "MobileCoreServices", targets: ["MobileCoreServices"]),
         .executable(name: "sharepipe", targets: ["sharepipe"]),
     ],
     targets: [
@@ -27,9 +30,14 @@ let package = Package(
         .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
         // --- issue 20: the extension kit and its tests ---
         .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
+        .target(name: "UniformTypeIdentifiers", dependencies: ["SharepipeExtensionKit"]),
+        .target(name: "MobileCoreServices", dependencies: ["SharepipeExtensionKit"]),
         .testTarget(
             name: "SharepipeExtensionKitTests",
-            dependencies: ["SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe"]
+            dependencies: [
+                "SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe", "UniformTypeIdentifiers",
+                "MobileCoreServices",
+            ]
         ),
         // --- end issue 20 ---
         .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),

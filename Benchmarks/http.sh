@@ -83,8 +83,9 @@ wrk_run() { # CONNECTIONS URL
 for connections in 8 64; do
     read -r sp_rate sp_p50 sp_bad <<<"$(wrk_run "$connections" "http://$ADDRESS/v1/shares")"
     read -r peer_rate peer_p50 peer_bad <<<"$(wrk_run "$connections" "http://127.0.0.1:$port/v1/shares")"
-    printf '  %2d conns: sharepipe %8.1f uploads/s (p50 %6.1f ms, %d not 201) | aiohttp + fsync %8.1f/s (p50 %6.1f ms)\n' \
-        "$connections" "$sp_rate" "$sp_p50" "$sp_bad" "$peer_rate" "$peer_p50"
+    printf '  %2d conns: sharepipe %8.1f uploads/s (p50 %6.1f ms, %d not 201)' \
+        "$connections" "$sp_rate" "$sp_p50" "$sp_bad"
+    printf ' | aiohttp + fsync %8.1f/s (p50 %6.1f ms)\n' "$peer_rate" "$peer_p50"
     eval "small_$connections=$sp_rate peer_$connections=$peer_rate bad_$connections=$sp_bad"
 done
 kill -TERM "$peer"; wait "$peer" 2>/dev/null || true
@@ -154,7 +155,8 @@ slow_result=$("$VENV/bin/python" "$PEERS/http_clients.py" upload "http://$ADDRES
     "$((SLOW_SECONDS - 5))")
 wait "$heads" "$bodies" 2>/dev/null || true
 slow_rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status")
-cuts=$(grep -o 'event=http.deadline_cut connections=[0-9]*' "$dir/daemon.log" | awk -F= '{ n += $3 } END { print n + 0 }')
+cuts=$(grep -o 'event=http.deadline_cut connections=[0-9]*' "$dir/daemon.log" |
+    awk -F= '{ n += $3 } END { print n + 0 }')
 stop_daemon
 read -r _ slow_uploads _ slow_failed _ slow_p50 _ slow_p99 <<<"$slow_result"
 printf '  %d uploads, %d failed, p50 %.3f s, p99 %.3f s; daemon peak RSS %s MiB; %d connections cut by a deadline\n' \
@@ -179,8 +181,9 @@ wait "$holder" || true
 still=$(awk '{ print $2 }' "$dir/hold.out" 2>/dev/null || echo 0)
 stop_daemon
 read -r _ idle_uploads _ idle_failed _ _ _ idle_p99 <<<"$idle_result"
-printf '  %d held (%d still open after the uploads); daemon RSS %s MiB (%s MiB before); %d uploads, %d failed, p99 %.3f s\n' \
-    "$held" "$still" "$idle_rss" "$base_rss" "$idle_uploads" "$idle_failed" "$idle_p99"
+printf '  %d held (%d still open after the uploads); daemon RSS %s MiB (%s MiB before);' \
+    "$held" "$still" "$idle_rss" "$base_rss"
+printf ' %d uploads, %d failed, p99 %.3f s\n' "$idle_uploads" "$idle_failed" "$idle_p99"
 rm -rf "$WORK/http-slow" "$WORK/http-idle"
 
 echo "HTTP small8 $small_8"

@@ -126,6 +126,48 @@ struct HTTPConnectionsTests {
         }
     }
 
+    @Test func aSlowHeadOverTLSIsCutAndTLSUploadsGoOn() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let made = try await ToolProcess("/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out",
+                dir + "/cert.pem", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            ]).result()
+            #expect(made.status == 0, "\(made.stderr)")
+            let daemon = try await sandbox.start([
+                "--processor", "discard", "--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem",
+                "--header-timeout", "2s",
+            ])
+            let port = String(daemon.addresses[0].split(separator: ":").last!)
+            // A TLS client sends half a head and waits (up to a minute) for the server to end the connection.
+            let script = try writeFile(dir + "/slow_tls.py", """
+                import socket, ssl, sys
+                context = ssl.create_default_context(cafile=sys.argv[2])
+                raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+                sock = context.wrap_socket(raw, server_hostname="localhost")
+                sock.sendall(b"POST /v1/shares HTTP/1.1\\r\\nHost: localhost\\r\\n")
+                sock.settimeout(60)
+                try:
+                    print("closed" if sock.recv(4096) == b"" else "answered")
+                except TimeoutError:
+                    print("still open")
+                except (OSError, ssl.SSLError):
+                    print("closed")
+                """)
+            let python = try await pythonWithClients()
+            let slow = try ToolProcess(python, [script, port, dir + "/cert.pem"])
+            let sent = try await curlResponse([
+                "--cacert", dir + "/cert.pem", "--data-binary", "@" + fixturePath("files/notes.txt"),
+                "https://localhost:\(port)/v1/shares",
+            ])
+            #expect(sent.status == 201, "\(sent.body)")
+            let result = try await slow.result(timeout: .seconds(120))
+            #expect(result.stdout == "closed\n", "\(result.stdout) \(result.stderr)")
+            let stopped = try await daemon.stop()
+            #expect(stopped.stderr.contains("event=http.deadline_cut"))
+        }
+    }
+
     @Test func oneAddressHoldsAtMostItsShareOfConnectionsAndAnIdleOneIsClosed() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)

@@ -6,8 +6,8 @@ struct HTTPIngest: Sendable {
     let activation: Daemon.Activation?
 
     /// Providers for a received body: per attachment its parts as representations, in fidelity order. A multipart
-    /// part is one representation and declares one type (from the `share` part, else its MIME type or name); a single body declares what its
-    /// headers say, or what an inbox drop of that name and content would.
+    /// part is one representation and declares one type (from the `share` part, else its MIME type or name); a
+    /// single body declares what its headers say, or what an inbox drop of that name and content would.
     func providers(_ body: ReceivedBody) -> [ReceivedItemProvider] {
         let registry = loader.registry
         return body.attachments.map { attachment in

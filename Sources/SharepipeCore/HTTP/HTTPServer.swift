@@ -646,9 +646,9 @@ final class RequestContext: @unchecked Sendable {
     /// idempotency key.
     private func ingest(_ receiver: ShareBodyReceiver, _ body: ReceivedBody) -> @Sendable () async -> HTTPResponse {
         let server = server
-        let ingest = HTTPIngest(
-            loader: ShareLoader(spool: server.spool, registry: server.registry, configuration: server.loaderConfiguration()),
-            activation: server.activation)
+        let loader = ShareLoader(
+            spool: server.spool, registry: server.registry, configuration: server.loaderConfiguration())
+        let ingest = HTTPIngest(loader: loader, activation: server.activation)
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp

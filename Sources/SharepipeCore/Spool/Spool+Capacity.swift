@@ -5,10 +5,7 @@ extension Spool {
     /// apply there, the pending limits still do.
     func checkCapacity(_ configuration: LoaderConfiguration) throws {
         try checkFreeSpace(configuration)
-        try pendingGauge.withLock { gauge in
-            try refresh(&gauge)
-            try Self.refuse(gauge, configuration)
-        }
+        try pendingGauge.withLock { gauge in try check(&gauge, configuration) }
     }
 
     /// Free bytes in the state directory's file system. A reading less than a second old is reused while it is
@@ -32,8 +29,7 @@ extension Spool {
     func admit(_ configuration: LoaderConfiguration) throws {
         try checkFreeSpace(configuration)
         try pendingGauge.withLock { gauge in
-            try refresh(&gauge)
-            try Self.refuse(gauge, configuration)
+            try check(&gauge, configuration)
             gauge.admitted += 1
         }
     }
@@ -45,6 +41,7 @@ extension Spool {
             if published {
                 gauge.shares += 1
                 gauge.bytes += bytes
+                gauge.addedSinceCount = true
             }
         }
     }
@@ -55,6 +52,19 @@ extension Spool {
         {
             let limit = configuration.minFreeBytes
             throw ShareError(.spoolFull, "only \(free) bytes free in the state directory, --min-free is \(limit)")
+        }
+    }
+
+    /// Compares the gauge with the limits; a refusal that rests on shares added since the ledger was counted (some
+    /// may be processed by now) is checked again on a fresh count.
+    private func check(_ gauge: inout PendingGauge, _ configuration: LoaderConfiguration) throws {
+        try refresh(&gauge, force: false)
+        do {
+            try Self.refuse(gauge, configuration)
+        } catch {
+            guard gauge.addedSinceCount else { throw error }
+            try refresh(&gauge, force: true)
+            try Self.refuse(gauge, configuration)
         }
     }
 
@@ -70,15 +80,17 @@ extension Spool {
 
     /// Pending shares and bytes are counted in the ledger at most once a second: counting costs a pass over every
     /// pending share, so with a deep backlog a count per new share would cost more than the share. In between, the
-    /// shares this process admitted and published are added to the last count, so it never counts too few. The
+    /// shares this process admitted and published are added to the last count, so it never counts too few; a refusal
+    /// that rests on such additions is checked on a fresh count (shares processed since are no longer pending). The
     /// count runs under the gauge's lock: a publish cannot land between the count and its storing.
-    private func refresh(_ gauge: inout PendingGauge) throws {
+    private func refresh(_ gauge: inout PendingGauge, force: Bool) throws {
         let now = System.monotonicNanoseconds()
-        guard gauge.takenAt == 0 || now >= gauge.takenAt + 1_000_000_000 else { return }
+        guard force || gauge.takenAt == 0 || now >= gauge.takenAt + 1_000_000_000 else { return }
         let (shares, bytes) = try ledger.pending()
         gauge.takenAt = max(1, now)
         gauge.shares = shares
         gauge.bytes = bytes
+        gauge.addedSinceCount = false
     }
 }
 
@@ -90,4 +102,6 @@ struct PendingGauge: Sendable {
     var shares = 0
     var bytes: Int64 = 0
     var admitted = 0
+    /// Whether shares published by this process were added to the count since the ledger was counted.
+    var addedSinceCount = false
 }
