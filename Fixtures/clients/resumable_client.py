@@ -6,6 +6,9 @@ for byte over a raw socket, as URLSession does: it reads the interim 104 that co
                                                                      then the rest in PARTS PATCHes
     resumable_client.py cancel URL FILE VERSION - STATE [CAFILE]     DELETE, then HEAD
     resumable_client.py whole  URL FILE VERSION - STATE [CAFILE]     POST the whole file (no cut)
+    resumable_client.py bench  URL FILE VERSION CUTS STATE           POST, interrupted CUTS times (the connection
+                                                                     closed mid-body), resumed each time; prints
+                                                                     the bytes sent in all and the seconds
 
 URL is the base (http://127.0.0.1:PORT or https://localhost:PORT). Each phase prints one JSON object; STATE keeps
 the upload's Location between phases. Any protocol violation exits 1 with the reason.
@@ -16,6 +19,7 @@ import os
 import socket
 import ssl
 import sys
+import time
 from urllib.parse import urlsplit
 
 
@@ -144,10 +148,54 @@ def patch(base, cafile, version, path, offset, data, complete):
     return status, response_headers, body
 
 
+def send_file(conn, handle, start, end):
+    """Sends bytes [start, end) of the file in 1 MiB pieces; returns how many were handed to the socket."""
+    handle.seek(start)
+    sent = start
+    while sent < end:
+        piece = handle.read(min(1 << 20, end - sent))
+        conn.send(piece)
+        sent += len(piece)
+    return sent - start
+
+
+def bench(base, path, version, cuts):
+    """An upload interrupted `cuts` times at even fractions of the file, each time resumed where HEAD says."""
+    size = os.path.getsize(path)
+    started = time.monotonic()
+    sent_total = 0
+    with open(path, "rb") as handle:
+        conn = Connection(base, None)
+        conn.request("POST", "/v1/shares", creation_headers(version, size))
+        location = read_interim(conn, version)
+        offset = 0
+        for index in range(cuts + 1):
+            end = size if index == cuts else size * (index + 1) // (cuts + 1)
+            if index > 0:
+                status, headers = head_offset(base, None, version, location)
+                offset = int(headers["upload-offset"])
+                conn = Connection(base, None)
+                headers = [("Upload-Draft-Interop-Version", str(version)), ("Upload-Offset", str(offset)),
+                           completeness_header(version, True), ("Content-Length", str(size - offset))]
+                if version >= 6:
+                    headers.append(("Content-Type", "application/partial-upload"))
+                conn.request("PATCH", location, headers)
+            sent_total += send_file(conn, handle, offset, end)
+            if index < cuts:
+                conn.close()
+        _, status, _, _ = conn.read_response()
+        conn.close()
+    print(json.dumps({"status": status, "size": size, "sent": sent_total,
+                      "seconds": round(time.monotonic() - started, 3)}))
+
+
 def main():
     phase, base, path_of_file, version, argument, state_file = sys.argv[1:7]
     cafile = sys.argv[7] if len(sys.argv) > 7 else None
     version = int(version)
+    if phase == "bench":
+        bench(base, path_of_file, version, int(argument))
+        return
     data = open(path_of_file, "rb").read()
     if phase in ("start", "whole"):
         conn = Connection(base, cafile)
