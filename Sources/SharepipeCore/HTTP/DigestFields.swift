@@ -59,6 +59,26 @@ struct DigestFields: Sendable, Equatable {
         return [("Repr-Digest", "sha-256=:" + Data(bytes).base64EncodedString() + ":")]
     }
 
+    /// A file's SHA-256 in hex, read back.
+    static func sha256(ofFile path: String) throws -> String {
+        let digest = MessageDigest(.sha256)
+        try read(path) { digest.update($0) }
+        return hex(digest.finalize())
+    }
+
+    private static func read(_ path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws {
+        let file = try FileDescriptor.openForReading(path)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let read = try System.read(descriptor: file.rawValue, into: buffer, at: offset)
+            if read == 0 { break }
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
+            offset += Int64(read)
+        }
+    }
+
     /// An incremental check of bytes against these digests.
     final class Check: @unchecked Sendable {
         private let expected: DigestFields
@@ -86,16 +106,7 @@ struct DigestFields: Sendable, Equatable {
         /// Whether a file's bytes match (read back, for an upload made of several requests).
         static func file(_ path: String, matches expected: DigestFields) throws -> Bool {
             let check = Check(expected)
-            let file = try FileDescriptor.openForReading(path)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-            defer { buffer.deallocate() }
-            var offset: Int64 = 0
-            while true {
-                let read = try System.read(descriptor: file.rawValue, into: buffer, at: offset)
-                if read == 0 { break }
-                check.update(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
-                offset += Int64(read)
-            }
+            try DigestFields.read(path) { check.update($0) }
             return check.matches()
         }
     }

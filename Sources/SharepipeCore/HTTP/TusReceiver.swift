@@ -17,6 +17,11 @@ final class TusReceiver: @unchecked Sendable {
     private var writebackFrom: Int64 = 0
     /// The share the upload became, once ingested.
     private(set) var shareID: String?
+    /// The SHA-256 of a `ResumableProtocol` upload whose first request this is, computed as its bytes arrive: when the
+    /// upload completes in this request (not interrupted), its data file is adopted as the share's copy without
+    /// being read again.
+    private let wholeDigest: MessageDigest?
+    private var wholeSHA256: String?
     /// The request's `Content-Digest`, checked over its body: a mismatch appends nothing.
     private let contentDigest: DigestFields.Check?
     /// An upload of `ResumableProtocol`: its version, what this request appends, and the upload's `Location`.
@@ -29,6 +34,7 @@ final class TusReceiver: @unchecked Sendable {
     ) {
         self.resumable = resumable
         self.contentDigest = contentDigest.map(DigestFields.Check.init)
+        wholeDigest = resumable != nil && upload.offset == 0 && limit > 0 ? MessageDigest(.sha256) : nil
         self.server = server
         self.upload = upload
         self.file = file
@@ -58,6 +64,7 @@ final class TusReceiver: @unchecked Sendable {
         }
         digest?.update(bytes)
         contentDigest?.update(bytes)
+        wholeDigest?.update(bytes)
         received += Int64(bytes.count)
         if received - writebackFrom >= Int64(CopyEngine.chunkSize) {
             file?.startWriteback(offset: upload.offset + writebackFrom, length: Int(received - writebackFrom))
@@ -73,6 +80,7 @@ final class TusReceiver: @unchecked Sendable {
                 resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error))])
         }
         if let resumable {
+            wholeSHA256 = wholeDigest.map { hex($0.finalize()) }
             let now = System.wallClockNanoseconds() / 1_000_000
             return await perform(ResumableProtocol.received(
                 upload, bytes: received, resumable.append, creation: creation, resumable.version,
@@ -172,9 +180,32 @@ final class TusReceiver: @unchecked Sendable {
     private func reprDigestRefusal(_ upload: TusUpload) throws -> HTTPResponse? {
         guard case .success(let expected?) = DigestFields.parse(upload.metadata[DigestFields.reprKey], name: "")
         else { return nil }
-        guard try !DigestFields.Check.file(server.uploads.dataPath(upload.id), matches: expected) else { return nil }
+        if expected.sha512 == nil, let expectedSHA256 = expected.sha256, let wholeSHA256 {
+            if hex(expectedSHA256) == wholeSHA256 { return nil }
+        } else if try DigestFields.Check.file(server.uploads.dataPath(upload.id), matches: expected) {
+            return nil
+        }
         let error = ShareError(.badRequest, "the upload does not match its Repr-Digest; nothing was ingested")
         return resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error)
+    }
+
+    /// A second name of a completed `ResumableProtocol` upload's data file for the loader to adopt as the copy (a
+    /// hard link: the loader links it into the share and removes this name; the data file stays until the share is
+    /// published, so an ingest that fails can be tried again). Its SHA-256 comes from this request when the upload
+    /// was not interrupted, else from reading the file once; nil (a plain copy) when the link cannot be made.
+    private func adoptable(_ upload: TusUpload, path: String) -> ReceivedFile? {
+        let name = path + ".adopt"
+        try? System.unlink(name)
+        guard (try? System.linkNoReplace(path, to: name)) == true else { return nil }
+        var sha256 = wholeSHA256
+        if sha256 == nil {
+            sha256 = try? DigestFields.sha256(ofFile: path)
+        }
+        guard let sha256 else {
+            try? System.unlink(name)
+            return nil
+        }
+        return ReceivedFile(path: name, bytes: upload.offset, sha256: sha256)
     }
 
     private func truncate(to length: Int64) throws {
@@ -195,8 +226,11 @@ final class TusReceiver: @unchecked Sendable {
         let (types, sniffed) = ReceivedItemProvider.declaredTypes(
             explicit: explicit, mimeType: upload.metadata["filetype"]?.lowercased(), suggestedName: name, path: path,
             registry: server.registry)
+        let adopted = resumable == nil ? nil : adoptable(upload, path: path)
+        defer { if let adopted { try? System.unlink(adopted.path) } }
         let provider = ReceivedItemProvider(
-            representations: types.map { .init(type: $0, path: path) }, suggestedName: name, sniffed: sniffed)
+            representations: types.map { .init(type: $0, path: path, received: adopted) }, suggestedName: name,
+            sniffed: sniffed)
         let receipt = await HTTPIngest(loader: loader, activation: server.activation)
             .ingest([provider], sourceApp: upload.owner)
         if receipt.status != .failed { shareID = receipt.shareId }
