@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "SharepipeCore", targets: ["SharepipeCore"]),
         .library(name: "SharepipeTesting", targets: ["SharepipeTesting"]),
+        // issue 28: scripted item providers and the scenario model, for tests and examples (not in SharepipeCore)
+        .library(name: "SharepipeScenario", targets: ["SharepipeScenario"]),
         // issue 20: Apple's share-extension API on Linux
         .library(name: "SharepipeExtensionKit", targets: ["SharepipeExtensionKit"]),
         // issue 32: Apple's module names over the kit, so an extension's imports compile unchanged on Linux
@@ -23,11 +25,28 @@ let package = Package(
             name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev", "libgnutls28-dev"])]
         ),
         .target(name: "CSharepipeShims"),
+        // issue 28: the floors, lowest first; a floor imports only the floors below it (scripts/check-layers.sh).
+        .target(name: "SharepipeSystem", dependencies: ["CMagic", "CCrypto", "CSharepipeShims"]),
+        .target(name: "SharepipeLedger", dependencies: ["SharepipeSystem", "CSQLite", "CPQ"]),
+        .target(name: "SharepipeSpool", dependencies: ["SharepipeLedger", "SharepipeSystem"]),
+        .target(
+            name: "SharepipeIngest",
+            dependencies: ["SharepipeSpool", "SharepipeLedger", "SharepipeSystem", "CMicroHTTPD"]
+        ),
+        .target(
+            name: "SharepipeDaemon",
+            dependencies: ["SharepipeIngest", "SharepipeSpool", "SharepipeLedger", "SharepipeSystem"]
+        ),
         .target(
             name: "SharepipeCore",
-            dependencies: ["CMagic", "CSQLite", "CCrypto", "CPQ", "CSharepipeShims", "CMicroHTTPD"]
+            dependencies: ["SharepipeDaemon", "SharepipeIngest", "SharepipeSpool", "SharepipeLedger", "SharepipeSystem"]
         ),
-        .target(name: "SharepipeTesting", dependencies: ["SharepipeCore", "SharepipeExtensionKit"]),
+        // Scripted providers for `share --scenario`, `matrix` and the harnesses: not in the production library.
+        .target(name: "SharepipeScenario", dependencies: ["SharepipeIngest", "SharepipeSystem"]),
+        .target(
+            name: "SharepipeTesting",
+            dependencies: ["SharepipeCore", "SharepipeScenario", "SharepipeExtensionKit"]
+        ),
         // --- issue 20: the extension kit and its tests ---
         .target(name: "SharepipeExtensionKit", dependencies: ["SharepipeCore"]),
         .target(name: "UniformTypeIdentifiers", dependencies: ["SharepipeExtensionKit"]),
@@ -35,20 +54,24 @@ let package = Package(
         .testTarget(
             name: "SharepipeExtensionKitTests",
             dependencies: [
-                "SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "sharepipe", "UniformTypeIdentifiers",
-                "MobileCoreServices",
+                "SharepipeExtensionKit", "SharepipeTesting", "SharepipeCore", "SharepipeScenario", "sharepipe",
+                "UniformTypeIdentifiers", "MobileCoreServices",
             ]
         ),
         // --- end issue 20 ---
-        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore"]),
+        .executableTarget(name: "sharepipe", dependencies: ["SharepipeCore", "SharepipeScenario"]),
         .executableTarget(name: "LoaderBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/LoaderBenchmark"),
         .executableTarget(name: "DrainBenchmark", dependencies: ["SharepipeCore"], path: "Benchmarks/DrainBenchmark"),
         .executableTarget(name: "LatencyBenchmark", path: "Benchmarks/LatencyBenchmark"),
-        .testTarget(name: "SharepipeCoreTests", dependencies: ["SharepipeCore", "SharepipeTesting"]),
-        .testTarget(name: "SharepipeTestingTests", dependencies: ["SharepipeTesting", "SharepipeCore"]),
+        .testTarget(
+            name: "SharepipeCoreTests", dependencies: ["SharepipeCore", "SharepipeScenario", "SharepipeTesting"]
+        ),
+        .testTarget(
+            name: "SharepipeTestingTests", dependencies: ["SharepipeTesting", "SharepipeCore", "SharepipeScenario"]
+        ),
         .testTarget(
             name: "SharepipeEndToEndTests",
-            dependencies: ["sharepipe", "SharepipeCore"]
+            dependencies: ["sharepipe", "SharepipeCore", "SharepipeScenario"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import SharepipeExtensionKit
 
 /// The checks of one extension run, over what the harness saw: the scenario, the providers' load records, the

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import SharepipeCore
+@testable import SharepipeIngest
+@testable import SharepipeSystem
 
 /// `ResumableProtocol` without a socket: what each interop version sends and gets, offsets, lengths and limits.
 @Suite struct ResumableProtocolTests {
