@@ -1,6 +1,5 @@
 import Testing
 
-@testable import SharepipeCore
 @testable import SharepipeIngest
 
 /// The connection state machine without a socket or a clock: every deadline and every suspension is an event in

@@ -43,19 +43,15 @@ struct HTTPIngest: Sendable {
 
     /// Checks the activation rule, then loads and publishes; the receipt is returned once the share is durable.
     func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?) async -> ShareReceipt {
-        if let activation {
-            let decision = activation(providers.map(\.registeredTypeIdentifiers))
-            if !decision.activated {
-                let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
-                let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
-                let attachments = providers.enumerated().map { index, provider in
-                    AttachmentRecord(
-                        index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
-                        suggestedName: provider.suggestedName, error: info)
-                }
-                return ShareReceipt(
-                    shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
+        if let error = activationRefusal(activation, declaredBy: providers) {
+            let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+            let attachments = providers.enumerated().map { index, provider in
+                AttachmentRecord(
+                    index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
+                    suggestedName: provider.suggestedName, error: info)
             }
+            return ShareReceipt(
+                shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
         }
         return await loader.load(providers, sourceApp: sourceApp)
     }

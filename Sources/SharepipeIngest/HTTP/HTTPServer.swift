@@ -61,7 +61,7 @@ package final class HTTPServer: Sendable {
     let connectionLimits: HTTPConnection.Limits
     private let work: AsyncStream<Job>
     private let submit: AsyncStream<Job>.Continuation
-    private let threads: [WorkerThread]
+    private let threads: [Lane]
 
     /// Work for the server's threads: the request, and what to do for it.
     struct Job: Sendable {
@@ -128,7 +128,7 @@ package final class HTTPServer: Sendable {
             idleTimeout: nanoseconds(configuration.connectionTimeout),
             headerTimeout: nanoseconds(configuration.headerTimeout), minBodyRate: configuration.minBodyRate)
         (work, submit) = AsyncStream.makeStream(of: Job.self)
-        threads = (0..<2).map { WorkerThread(name: "sp-http-\($0)") }
+        threads = (0..<2).map { Lane(name: "sp-http-\($0)") }
     }
 
     /// Serves until cancelled; then stops accepting, finishes the requests in progress and closes the listeners.

@@ -1,5 +1,5 @@
 /// The pending shares and bytes back-pressure compares with the limits: the ledger's last count (plus what this
-/// process published since), and the shares admitted and not yet published or given up (`Spool+Capacity.swift`).
+/// process published since), and the shares admitted and not yet published or given up.
 package struct PendingGauge: Sendable {
     /// When the ledger was counted (monotonic ns; 0: never).
     package var takenAt: UInt64 = 0
