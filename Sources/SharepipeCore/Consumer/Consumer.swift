@@ -143,12 +143,11 @@ public struct Consumer: Sendable {
         let attempt = claim.previousAttempts + 1
         let policy = ShareLifecycle.RetryPolicy(
             maxAttempts: maxAttempts, retryDelayMilliseconds: Spool.nanoseconds(configuration.retryDelay) / 1_000_000)
-        if claim.previousAttempts >= maxAttempts {
-            // Every allowed attempt is used up; the last ones were cut short by crashes.
-            let error = ShareError(
-                .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
-            try spool.fail(
-                claim, error: error, durationMilliseconds: nil, policy: policy, now: clock.wallMilliseconds())
+        // The run's start is committed before the processor runs: a death of this process from here on is charged to
+        // the share, a death before never is. A share that took its daemon down too often is quarantined instead.
+        if case .quarantined(let error) = try spool.start(
+            claim, maxAttempts: maxAttempts, now: clock.wallMilliseconds())
+        {
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return

@@ -64,6 +64,11 @@ extension LedgerStore {
         return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
+    /// Whether a share's row records its processor's run as started and not ended (the recovery of a dead claim).
+    func isRunning(shareID: String) throws -> Bool {
+        try driver.run("SELECT running FROM shares WHERE id = ?", [.text(shareID)]).scalar.int == 1
+    }
+
     /// Attempts recorded for a share.
     func attempts(ofShare shareID: String) throws -> Int {
         try driver.run("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)]).scalar.int

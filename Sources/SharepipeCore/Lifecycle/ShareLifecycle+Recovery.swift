@@ -18,10 +18,11 @@ extension ShareLifecycle {
     }
 
     /// The plan for a share found with a free lock in `stage`. `recorded` is its row's state (nil: no row),
-    /// `hasReason` whether its directory holds `reason.json`, `reason` the reason to write when a quarantine was
-    /// recorded before its `reason.json` was.
+    /// `running` whether a claimed row records its processor's run as started (and not ended), `hasReason` whether
+    /// its directory holds `reason.json`, `reason` the reason to write when a quarantine was recorded before its
+    /// `reason.json` was.
     static func recovery(
-        of shareID: String, foundIn stage: Spool.Stage, recorded: ShareState?, hasReason: Bool,
+        of shareID: String, foundIn stage: Spool.Stage, recorded: ShareState?, running: Bool, hasReason: Bool,
         reason: QuarantineReason?
     ) -> (run: ShareLifecycle, kind: RecoveryKind) {
         let id = [shareID]
@@ -41,10 +42,11 @@ extension ShareLifecycle {
             if !hasReason, let reason { write = [.writeReason(shareID, reason)] }
             return plan(write + [.move(id, from: .processing, to: .quarantine), .sync(.quarantine)], .rolledForward)
         case (.processing, .claimed):
-            // The claimer died while the processor may have run: the attempt counts.
+            // The claimer died. Its death is charged to the share only when the share's processor was running (it
+            // may have caused the death); a share merely claimed, or whose run had not started, is never charged.
             let clear: [Action] = hasReason ? [.removeReason(shareID, in: .processing)] : []
-            return plan(clear + [.record(.recovered(shareID)), .move(id, from: .processing, to: .incoming)],
-                .returnedToIncoming)
+            let record: Record = running ? .crashed(shareID) : .recovered(shareID)
+            return plan(clear + [.record(record), .move(id, from: .processing, to: .incoming)], .returnedToIncoming)
         case (.processing, _):
             // Claimed by rename before the claim (or even the publish) was recorded, or a row that disagrees: back
             // to `incoming`; reconciliation makes the row say so.

@@ -34,6 +34,8 @@ enum ShareState: String, Sendable, CaseIterable {
 /// A lifecycle event recorded in the ledger.
 enum LedgerEvent: String, Sendable, CaseIterable {
     case staged, published, claimed, processed, deleted, failed, retried, quarantined, rejected, recovered, repaired
+    /// A claim's processor was running when its daemon died (a `recovered` claim's was not).
+    case crashed
 }
 
 /// A share about to be published: its manifest and the identities of the inbox sources behind its copies.
