@@ -241,9 +241,9 @@ struct ShareLifecycle: Sendable {
         "purge.record-purged", "purge.remove-quarantine", "purge.sync-quarantine",
         "recover.remove-staging", "recover.record-unpublished", "recover.remove-processing", "recover.sync-processing",
         "recover.write-reason", "recover.move-quarantine", "recover.sync-quarantine", "recover.remove-reason",
-        "recover.record-recovered", "recover.record-crashed", "recover.move-incoming", "recover.sync-incoming", "recover.record-repaired",
-        "recover.record-published", "recover.record-sources-done", "recover.record-all-sources-done",
-        "recover.record-contents-released", "reserve.record-reserved",
+        "recover.record-recovered", "recover.record-crashed", "recover.move-incoming", "recover.sync-incoming",
+        "recover.record-repaired", "recover.record-published", "recover.record-sources-done",
+        "recover.record-all-sources-done", "recover.record-contents-released", "reserve.record-reserved",
     ]
 
     let transition: Transition
