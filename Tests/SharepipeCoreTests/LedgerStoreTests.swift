@@ -80,7 +80,7 @@ import Testing
             #expect(try ledger.lastEventSequence() == 1)
             // A claim made before the ownership guard has no owner, and no run recorded as started: recovery takes it
             // back without charging it.
-            #expect(try !ledger.isRunning(shareID: "old-claim"))
+            #expect(try ledger.runState(ofShare: "old-claim") == .notStarted)
             #expect(try ledger.recordRecovered(shareID: "old-claim").isEmpty)
             #expect(try ledger.attempts(ofShare: "old-claim") == 1)
             // New claims record their owner; event numbers go on from the old ones.
@@ -113,8 +113,8 @@ import Testing
             #expect(try hostB.recordRetry(shareID: id, code: .io, durationMilliseconds: 1, notBefore: 0) == held)
             #expect(try hostB.recordQuarantined(shareID: id, code: .io, durationMilliseconds: 1) == held)
             #expect(try hostB.recordReleased(shareID: id) == held)
-            #expect(try hostB.recordStarted(shareID: id) == held)
-            #expect(try hostA.recordStarted(shareID: id).isEmpty)
+            #expect(try hostB.recordRuns(started: id, succeeded: []) == held)
+            #expect(try hostA.recordRuns(started: id, succeeded: []).isEmpty)
             #expect(try hostB.timeline(ofShare: id).map(\.event) == ["staged", "published", "claimed"])
             #expect(try hostB.attempts(ofShare: id) == 0)
 

@@ -178,9 +178,19 @@ import Testing
             #expect(run.transition == .start)
             let (points, actions, outcome) = drive(&run)
             #expect(points == ["start.record-started"])
-            guard case .record(.started(let id)) = actions.first else { Issue.record("no start"); return }
-            #expect(id == "a" && failed(outcome).isEmpty)
+            guard case .record(.started(let id, let succeeded)) = actions.first else { Issue.record("no start"); return }
+            #expect(id == "a" && succeeded.isEmpty && failed(outcome).isEmpty)
         }
+        // The worker's earlier successes ride on the same commit; without a next start they are recorded alone.
+        var carrying = ShareLifecycle.start(
+            "a", history: .init(attempts: 0, deaths: 0), maxAttempts: 3, now: 9_000, firstAttemptAt: nil,
+            succeeded: ["b", "c"])
+        guard case .record(.started("a", let succeeded)) = drive(&carrying).actions.first else {
+            Issue.record("no start"); return
+        }
+        #expect(succeeded == ["b", "c"])
+        var alone = ShareLifecycle.succeed(["b"])
+        #expect(drive(&alone).points == ["succeed.record-succeeded"])
         var poison = ShareLifecycle.start(
             "a", history: .init(attempts: 1, deaths: 3), maxAttempts: 3, now: 9_000, firstAttemptAt: 1_000)
         #expect(poison.transition == .quarantine)
@@ -209,28 +219,36 @@ import Testing
     }
 
     /// A death (the claimer's lock free, its row claimed) is charged only when the share's processor was running:
-    /// a share merely claimed (or queued behind the running ones) goes back to `incoming` charged nothing.
+    /// a share merely claimed (or queued behind the running ones) goes back to `incoming` charged nothing, and one
+    /// whose run had succeeded is completed (not run again).
     @Test func aDeathChargesOnlyAShareWhoseProcessorWasRunning() {
-        for running in [false, true] {
+        for state in [RunState.notStarted, .started] {
             var (run, kind) = ShareLifecycle.recovery(
-                of: "a", foundIn: .processing, recorded: .claimed, running: running, hasReason: false, reason: nil)
+                of: "a", foundIn: .processing, recorded: .claimed, run: state, hasReason: false, reason: nil)
             let (points, actions, outcome) = drive(&run)
             #expect(kind == .returnedToIncoming && failed(outcome).isEmpty)
             let charged = actions.filter { if case .record(.crashed("a")) = $0 { true } else { false } }.count
             let uncharged = actions.filter { if case .record(.recovered("a")) = $0 { true } else { false } }.count
-            #expect(charged == (running ? 1 : 0), "running: \(running)")
-            #expect(uncharged == (running ? 0 : 1), "running: \(running)")
-            let record = running ? "recover.record-crashed" : "recover.record-recovered"
+            #expect(charged == (state == .started ? 1 : 0), "\(state)")
+            #expect(uncharged == (state == .started ? 0 : 1), "\(state)")
+            let record = state == .started ? "recover.record-crashed" : "recover.record-recovered"
             #expect(points == [record, "recover.move-incoming"])
         }
-        // Only a claimed row can have been running: in any other state the flag changes nothing.
+        var (succeeded, kind) = ShareLifecycle.recovery(
+            of: "a", foundIn: .processing, recorded: .claimed, run: .succeeded, hasReason: false, reason: nil)
+        #expect(kind == .completed)
+        #expect(drive(&succeeded).points == [
+            "recover.record-finished", "recover.remove-processing", "recover.sync-processing",
+        ])
+        // Only a claimed row can have a run: in any other state the run state changes nothing.
         for recorded in ShareState.allCases where recorded != .claimed {
             for stage in Spool.Stage.allCases {
-                var plain = ShareLifecycle.recovery(
-                    of: "a", foundIn: stage, recorded: recorded, running: false, hasReason: false, reason: nil).run
-                var flagged = ShareLifecycle.recovery(
-                    of: "a", foundIn: stage, recorded: recorded, running: true, hasReason: false, reason: nil).run
-                #expect(drive(&plain).points == drive(&flagged).points, "\(recorded) in \(stage)")
+                let points = RunState.allCases.map { state in
+                    var run = ShareLifecycle.recovery(
+                        of: "a", foundIn: stage, recorded: recorded, run: state, hasReason: false, reason: nil).run
+                    return drive(&run).points
+                }
+                #expect(Set(points).count == 1, "\(recorded) in \(stage)")
             }
         }
     }
@@ -258,13 +276,15 @@ import Testing
             (.published(["a"], sourcesDone: []), [.staged], .published),
             (.unpublished(["a"], code: nil), [.staged], .rejected),
             (.claimed(["a"]), [.published], .claimed),
-            (.started("a"), [.claimed], .claimed),
+            (.started("a", succeeded: ["b"]), [.claimed], .claimed),
+            (.succeeded(["a"]), [.claimed], .claimed),
             (.processed([.init(shareID: "a", durationMilliseconds: 1)]), [.claimed], .processed),
             (.retry("a", code: .io, durationMilliseconds: 1, notBefore: 0), [.claimed], .published),
             (.quarantined("a", code: .io, durationMilliseconds: nil), [.claimed], .quarantined),
             (.released("a"), [.claimed], .published),
             (.recovered("a"), [.claimed], .published),
             (.crashed("a"), [.claimed], .published),
+            (.finished("a"), [.claimed], .processed),
             (.requeued("a"), [.quarantined], .published),
             (.purged("a"), [.quarantined], .purged),
         ]
@@ -282,7 +302,7 @@ import Testing
             for recorded in states {
                 for hasReason in [false, true] {
                     var (run, kind) = ShareLifecycle.recovery(
-                        of: "a", foundIn: stage, recorded: recorded, running: false, hasReason: hasReason,
+                        of: "a", foundIn: stage, recorded: recorded, run: .notStarted, hasReason: hasReason,
                         reason: QuarantineReason(
                             code: .processorFailed, message: "m", attempts: 1, firstAttemptAt: "", lastAttemptAt: ""))
                     let (_, actions, outcome) = drive(&run)

@@ -115,28 +115,49 @@ public struct Consumer: Sendable {
         }
     }
 
+    /// A run of this worker that succeeded, its completion not handed over yet: its success is recorded with the
+    /// worker's next start (one commit for both), or on its own when the worker has nothing to start.
+    private struct Success {
+        let claim: ShareClaim
+        let durationMilliseconds: Int64
+    }
+
     private func worker(_ dispatcher: Dispatcher) async {
+        var success: Success?
         while true {
             do {
                 switch try dispatcher.next() {
                 case .finished:
+                    try record(&success)
                     return
                 case .wait(let duration):
+                    try record(&success)
                     await doorbell.wait(upTo: duration)
                     if Task.isCancelled { return }
                 case .claim(let claim):
                     defer { dispatcher.finished(claim.shareID) }
-                    try await handle(claim, dispatcher)
+                    try await handle(claim, dispatcher, after: &success)
                 }
             } catch {
+                // The completion is recorded all the same if the ledger takes it; else recovery runs the share again.
+                if let success { spool.complete(success.claim, durationMilliseconds: success.durationMilliseconds) }
                 dispatcher.fail(error)
                 return
             }
         }
     }
 
-    /// One attempt at one claimed share.
-    private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher) async throws {
+    /// Records a pending success on its own and hands its completion over.
+    private func record(_ success: inout Success?) throws {
+        guard let pending = success else { return }
+        try spool.succeed([pending.claim.shareID])
+        success = nil
+        spool.complete(pending.claim, durationMilliseconds: pending.durationMilliseconds)
+    }
+
+    /// One attempt at one claimed share; `success` is the worker's last successful run, whose success is recorded
+    /// with this one's start, and becomes this run's when it succeeds.
+    private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher, after success: inout Success?) async throws {
         let shareID = claim.shareID
         let clock = configuration.clock
         let maxAttempts = max(1, configuration.maxAttempts)
@@ -145,9 +166,14 @@ public struct Consumer: Sendable {
             maxAttempts: maxAttempts, retryDelayMilliseconds: Spool.nanoseconds(configuration.retryDelay) / 1_000_000)
         // The run's start is committed before the processor runs: a death of this process from here on is charged to
         // the share, a death before never is. A share that took its daemon down too often is quarantined instead.
-        if case .quarantined(let error) = try spool.start(
-            claim, maxAttempts: maxAttempts, now: clock.wallMilliseconds())
-        {
+        let start = try spool.start(
+            claim, maxAttempts: maxAttempts, now: clock.wallMilliseconds(),
+            succeeded: success.map { [$0.claim.shareID] } ?? [])
+        if let previous = success {
+            success = nil
+            spool.complete(previous.claim, durationMilliseconds: previous.durationMilliseconds)
+        }
+        if case .quarantined(let error) = start {
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return
@@ -169,7 +195,7 @@ public struct Consumer: Sendable {
         }
         let duration = Int64((clock.monotonicNanoseconds() - started) / 1_000_000)
         guard let failure else {
-            spool.complete(claim, durationMilliseconds: duration)
+            success = Success(claim: claim, durationMilliseconds: duration)
             dispatcher.count(\.processed)
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return

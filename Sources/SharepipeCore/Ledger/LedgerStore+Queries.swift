@@ -64,9 +64,10 @@ extension LedgerStore {
         return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
-    /// Whether a share's row records its processor's run as started and not ended (the recovery of a dead claim).
-    func isRunning(shareID: String) throws -> Bool {
-        try driver.run("SELECT running FROM shares WHERE id = ?", [.text(shareID)]).scalar.int == 1
+    /// Where a share's row records its processor's run (the recovery of a dead claim).
+    func runState(ofShare shareID: String) throws -> RunState {
+        RunState(rawValue: try driver.run("SELECT run FROM shares WHERE id = ?", [.text(shareID)]).scalar.int)
+            ?? .notStarted
     }
 
     /// Attempts recorded for a share.

@@ -92,10 +92,10 @@ final class LedgerStore: Sendable {
             // v9: inbox files are looked up by inode alone: a device number is not an identity across a restart
             // (a FUSE or NFS file system mounted again gets another) nor across hosts.
             ["DROP INDEX sources_file", "CREATE INDEX sources_inode ON sources(inode)"],
-            // v10 (issue 34): whether a claim's processor is running (its run's start recorded, its end not yet),
-            // and the consecutive deaths of a daemon the share's processor was running at.
+            // v10 (issue 34): where a claim's processor run is (`RunState`), and the consecutive deaths of a daemon
+            // the share's processor was running at.
             [
-                "ALTER TABLE shares ADD COLUMN running INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE shares ADD COLUMN run INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE shares ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0",
             ],
         ]
@@ -156,7 +156,7 @@ final class LedgerStore: Sendable {
     }
 
     /// What a transition out of `claimed` clears.
-    static let unclaimed = "claimed_by = NULL, lease_until = NULL, running = 0"
+    static let unclaimed = "claimed_by = NULL, lease_until = NULL, run = 0"
     /// What a run that ended (processed, or failed) clears as well: the deaths of runs before it were not in a row.
     static let ended = "deaths = 0, \(unclaimed)"
 
@@ -328,11 +328,14 @@ final class LedgerStore: Sendable {
         return result
     }
 
-    /// A claim's processor is about to run: its row records the run as started. Not durable (no fsync; a commit all
-    /// the same, which a kill -9 of this process does not undo): a run start lost in a power cut only leaves the
-    /// share uncharged for that cut, and the next durable commit (a completion batch's) makes it durable.
-    func recordStarted(shareID: String) throws -> [PreconditionViolation] {
-        try apply([Change(shareID, owned: true, set: "running = 1")], durable: false).violations
+    /// Runs of claims this process holds: `started` about to run its processor, `succeeded` ended in success (their
+    /// completions follow), in one commit. Not durable (no fsync; a commit all the same, which a kill -9 of this
+    /// process does not undo): what a power cut loses leaves a share uncharged for that cut, or run again, and the
+    /// next durable commit (a completion batch's) makes it durable.
+    func recordRuns(started: String?, succeeded: [String]) throws -> [PreconditionViolation] {
+        let changes = succeeded.map { Change($0, owned: true, set: "run = \(RunState.succeeded.rawValue)") }
+            + (started.map { [Change($0, owned: true, set: "run = \(RunState.started.rawValue)")] } ?? [])
+        return try apply(changes, durable: false).violations
     }
 
     /// Claimed → processed (attempts + 1), and the copies' deletion, in one commit.
@@ -391,6 +394,14 @@ final class LedgerStore: Sendable {
         try apply(Change(
             shareID, set: "state = 'published', deaths = deaths + 1, \(Self.unclaimed)",
             Event(.crashed, code: .processorFailed)))
+    }
+
+    /// Claimed → processed (attempts + 1), and the copies' deletion: a dead claim whose processor had succeeded.
+    /// The processed event has no duration (it died with its claimer).
+    func recordFinished(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(
+            shareID, set: "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.ended)",
+            Event(.processed), Event(.deleted, rowBytes: true)))
     }
 
     /// Quarantined → published with attempts reset (requeue).

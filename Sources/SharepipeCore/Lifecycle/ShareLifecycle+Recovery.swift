@@ -18,11 +18,11 @@ extension ShareLifecycle {
     }
 
     /// The plan for a share found with a free lock in `stage`. `recorded` is its row's state (nil: no row),
-    /// `running` whether a claimed row records its processor's run as started (and not ended), `hasReason` whether
-    /// its directory holds `reason.json`, `reason` the reason to write when a quarantine was recorded before its
-    /// `reason.json` was.
+    /// `run` where a claimed row records its processor's run (`.notStarted` for any other row), `hasReason`
+    /// whether its directory holds `reason.json`, `reason` the reason to write when a quarantine was recorded before
+    /// its `reason.json` was.
     static func recovery(
-        of shareID: String, foundIn stage: Spool.Stage, recorded: ShareState?, running: Bool, hasReason: Bool,
+        of shareID: String, foundIn stage: Spool.Stage, recorded: ShareState?, run: RunState, hasReason: Bool,
         reason: QuarantineReason?
     ) -> (run: ShareLifecycle, kind: RecoveryKind) {
         let id = [shareID]
@@ -41,11 +41,14 @@ extension ShareLifecycle {
             var write: [Action] = []
             if !hasReason, let reason { write = [.writeReason(shareID, reason)] }
             return plan(write + [.move(id, from: .processing, to: .quarantine), .sync(.quarantine)], .rolledForward)
+        case (.processing, .claimed) where run == .succeeded:
+            // The claimer died after its processor succeeded and before the completion was recorded: completed.
+            return plan([.record(.finished(shareID)), .remove(id, from: .processing), .sync(.processing)], .completed)
         case (.processing, .claimed):
             // The claimer died. Its death is charged to the share only when the share's processor was running (it
             // may have caused the death); a share merely claimed, or whose run had not started, is never charged.
             let clear: [Action] = hasReason ? [.removeReason(shareID, in: .processing)] : []
-            let record: Record = running ? .crashed(shareID) : .recovered(shareID)
+            let record: Record = run == .started ? .crashed(shareID) : .recovered(shareID)
             return plan(clear + [.record(record), .move(id, from: .processing, to: .incoming)], .returnedToIncoming)
         case (.processing, _):
             // Claimed by rename before the claim (or even the publish) was recorded, or a row that disagrees: back

@@ -18,10 +18,13 @@ struct ShareLifecycle: Sendable {
         case discard
         /// incoming → processing (published → claimed).
         case claim
-        /// A claimed share's processor about to run: the run's start recorded (claimed, running), so that a death of
-        /// its daemon is charged to it; or, for a share that took its daemon down at `maxAttempts` consecutive deaths
-        /// (or whose attempts are used up), a quarantine instead.
+        /// A claimed share's processor about to run: the run's start recorded (claimed, run started), with the
+        /// successes of the worker's runs before it, so that a death of its daemon is charged to it; or, for a share
+        /// that took its daemon down at `maxAttempts` consecutive deaths (or whose attempts are used up), a quarantine
+        /// instead.
         case start
+        /// Successful runs recorded as such (claimed, run succeeded) when no next run starts to carry them.
+        case succeed
         /// processing removed (claimed → processed).
         case complete
         /// processing → incoming with a not-before time (claimed → published, attempts + 1).
@@ -59,8 +62,11 @@ struct ShareLifecycle: Sendable {
         case unpublished([String], code: ShareError.Code?)
         case rolledBack(Manifest, code: ShareError.Code?)
         case claimed([String])
-        /// The processor of a claimed share is about to run (committed before it runs).
-        case started(String)
+        /// The processor of a claimed share is about to run (committed before it runs), and the runs of `succeeded`
+        /// ended in success (their completions follow in the next batch).
+        case started(String, succeeded: [String])
+        /// Runs that ended in success, their completions to follow in the next batch.
+        case succeeded([String])
         case processed([Completion])
         case retry(String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64)
         case quarantined(String, code: ShareError.Code, durationMilliseconds: Int64?)
@@ -69,6 +75,8 @@ struct ShareLifecycle: Sendable {
         case recovered(String)
         /// A dead claim whose processor was running when its daemon died: back to published, the death charged.
         case crashed(String)
+        /// A dead claim whose processor had succeeded, its completion not recorded: recorded processed.
+        case finished(String)
         case requeued(String)
         case purged(String)
         case repair(String, to: ShareState)
@@ -88,7 +96,8 @@ struct ShareLifecycle: Sendable {
             case .published: [.staged]
             case .unpublished: [.staged]
             case .claimed: [.published]
-            case .started, .processed, .retry, .quarantined, .released, .recovered, .crashed: [.claimed]
+            case .started, .succeeded, .processed, .retry, .quarantined, .released, .recovered, .crashed, .finished:
+                [.claimed]
             case .requeued, .purged: [.quarantined]
             }
         }
@@ -99,8 +108,8 @@ struct ShareLifecycle: Sendable {
             case .staged: .staged
             case .published, .retry, .released, .recovered, .crashed, .requeued: .published
             case .unpublished, .rolledBack: .rejected
-            case .claimed, .started: .claimed
-            case .processed: .processed
+            case .claimed, .started, .succeeded: .claimed
+            case .processed, .finished: .processed
             case .quarantined: .quarantined
             case .purged: .purged
             case .repair(_, let state): state
@@ -116,12 +125,14 @@ struct ShareLifecycle: Sendable {
             case .rolledBack: "rolled-back"
             case .claimed: "claimed"
             case .started: "started"
+            case .succeeded: "succeeded"
             case .processed: "processed"
             case .retry: "retry"
             case .quarantined: "quarantined"
             case .released: "released"
             case .recovered: "recovered"
             case .crashed: "crashed"
+            case .finished: "finished"
             case .requeued: "requeued"
             case .purged: "purged"
             case .repair: "repaired"
@@ -232,6 +243,7 @@ struct ShareLifecycle: Sendable {
         "publish.record-rolled-back",
         "roll-back.remove-staging", "roll-back.record-rolled-back", "discard.remove-staging",
         "claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming", "start.record-started",
+        "succeed.record-succeeded",
         "complete.record-processed", "complete.remove-processing",
         "retry.record-retry", "retry.move-incoming",
         "quarantine.write-reason", "quarantine.record-quarantined", "quarantine.move-quarantine",
@@ -241,7 +253,7 @@ struct ShareLifecycle: Sendable {
         "purge.record-purged", "purge.remove-quarantine", "purge.sync-quarantine",
         "recover.remove-staging", "recover.record-unpublished", "recover.remove-processing", "recover.sync-processing",
         "recover.write-reason", "recover.move-quarantine", "recover.sync-quarantine", "recover.remove-reason",
-        "recover.record-recovered", "recover.record-crashed", "recover.move-incoming", "recover.sync-incoming",
+        "recover.record-recovered", "recover.record-crashed", "recover.record-finished", "recover.move-incoming", "recover.sync-incoming",
         "recover.record-repaired", "recover.record-published", "recover.record-sources-done",
         "recover.record-all-sources-done", "recover.record-contents-released", "reserve.record-reserved",
     ]
@@ -333,14 +345,19 @@ struct ShareLifecycle: Sendable {
             onFailure: .abort)
     }
 
-    /// Start: the run's start recorded (its share still claimed, now running) before the processor runs, so that a
-    /// death of its daemon from here on is charged to it and a death before it never is. A share that must not run
-    /// again (`refusal`) is quarantined instead, without running.
+    /// Start: the run's start recorded (its share still claimed, its run started) before the processor runs, so
+    /// that a death of its daemon from here on is charged to it and a death before it never is; the same commit
+    /// records the successes of `succeeded` (the worker's runs that ended since its last start), so that a death
+    /// before their completions are recorded does not run them again. A share that must not run again (`refusal`)
+    /// is quarantined instead, without running (the caller records `succeeded` on its own then).
     static func start(
-        _ shareID: String, history: History, maxAttempts: Int, now: Int64, firstAttemptAt: Int64?
+        _ shareID: String, history: History, maxAttempts: Int, now: Int64, firstAttemptAt: Int64?,
+        succeeded: [String] = []
     ) -> ShareLifecycle {
         guard let error = refusal(history, maxAttempts: maxAttempts) else {
-            return ShareLifecycle(.start, shares: [shareID], actions: [.record(.started(shareID))], onFailure: .abort)
+            return ShareLifecycle(
+                .start, shares: [shareID], actions: [.record(.started(shareID, succeeded: succeeded))],
+                onFailure: .abort)
         }
         let reason = QuarantineReason(
             code: .processorFailed, message: "\(error.code.rawValue): \(error.message)",
@@ -348,6 +365,11 @@ struct ShareLifecycle: Sendable {
             firstAttemptAt: Spool.rfc3339(milliseconds: firstAttemptAt ?? now),
             lastAttemptAt: Spool.rfc3339(milliseconds: now))
         return quarantine(shareID, reason: reason, code: error.code, durationMilliseconds: nil)
+    }
+
+    /// Succeed: runs that ended in success recorded as such, when no next start carries them.
+    static func succeed(_ shareIDs: [String]) -> ShareLifecycle {
+        ShareLifecycle(.succeed, shares: shareIDs, actions: [.record(.succeeded(shareIDs))], onFailure: .abort)
     }
 
     /// Why a claimed share must not run again, nil when it may: its processor was running at `maxAttempts`

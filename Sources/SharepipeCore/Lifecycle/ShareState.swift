@@ -31,6 +31,17 @@ enum ShareState: String, Sendable, CaseIterable {
     }
 }
 
+/// Where a claim's processor run is, as the ledger records it (`shares.run`): what the recovery of a dead claim
+/// needs to know to charge its death to the share, or not.
+enum RunState: Int, Sendable, CaseIterable {
+    /// Not started: the share is only claimed (or not claimed at all). A death charges nothing.
+    case notStarted = 0
+    /// Started and not ended: a death is charged to the share (its processor may have caused it).
+    case started = 1
+    /// Ended in success, its completion not recorded yet: a death rolls the completion forward.
+    case succeeded = 2
+}
+
 /// A lifecycle event recorded in the ledger.
 enum LedgerEvent: String, Sendable, CaseIterable {
     case staged, published, claimed, processed, deleted, failed, retried, quarantined, rejected, recovered, repaired

@@ -116,16 +116,28 @@ extension Spool {
     }
 
     /// Records the start of a claim's run, committed before its processor runs: from here on a death of this
-    /// process is charged to the share. A share that must not run again is quarantined instead.
-    package func start(_ claim: ShareClaim, maxAttempts: Int, now: Int64 = LedgerClock.now()) throws -> RunStart {
+    /// process is charged to the share. The same commit records the successes of `succeeded` (runs of this worker
+    /// whose completions are still to be handed over). A share that must not run again is quarantined instead.
+    package func start(
+        _ claim: ShareClaim, maxAttempts: Int, now: Int64 = LedgerClock.now(), succeeded: [String] = []
+    ) throws -> RunStart {
         let refusal = ShareLifecycle.refusal(claim.history, maxAttempts: maxAttempts)
+        if refusal != nil && !succeeded.isEmpty { try succeed(succeeded) }
         let first = refusal == nil ? nil : try ledger.firstAttemptAt(shareID: claim.shareID)
         var run = ShareLifecycle.start(
-            claim.shareID, history: claim.history, maxAttempts: maxAttempts, now: now, firstAttemptAt: first)
+            claim.shareID, history: claim.history, maxAttempts: maxAttempts, now: now, firstAttemptAt: first,
+            succeeded: refusal == nil ? succeeded : [])
         let context = LifecycleExecutor.RunContext(sources: [:])
         if refusal != nil { context.adopt(claim.held) }
         try finish(&run, context: context)
         return refusal.map { .quarantined($0) } ?? .started
+    }
+
+    /// Records that the runs of these claims succeeded (their completions follow), when no start carries them.
+    func succeed(_ shareIDs: [String]) throws {
+        guard !shareIDs.isEmpty else { return }
+        var run = ShareLifecycle.succeed(shareIDs)
+        try finish(&run, context: .init(sources: [:]))
     }
 
     /// Success, recorded and removed in the executor's next completion batch.
@@ -212,8 +224,10 @@ extension Spool {
             let (histories, claimViolations) = try ledger.recordClaimed(ids)
             logViolations(claimViolations, during: point)
             return .claimed(histories)
-        case .started(let id):
-            violations = try ledger.recordStarted(shareID: id)
+        case .started(let id, let succeeded):
+            violations = try ledger.recordRuns(started: id, succeeded: succeeded)
+        case .succeeded(let ids):
+            violations = try ledger.recordRuns(started: nil, succeeded: ids)
         case .processed(let completions):
             violations = try ledger.recordProcessed(completions.map { ($0.shareID, $0.durationMilliseconds) })
         case .retry(let id, let code, let duration, let notBefore):
@@ -227,6 +241,8 @@ extension Spool {
             violations = try ledger.recordRecovered(shareID: id)
         case .crashed(let id):
             violations = try ledger.recordCrashed(shareID: id)
+        case .finished(let id):
+            violations = try ledger.recordFinished(shareID: id)
         case .requeued(let id):
             violations = try ledger.recordRequeued(shareID: id)
         case .purged(let id):

@@ -101,9 +101,9 @@ extension Spool {
         let recorded = try ledger.state(ofShare: shareID)
         let hasReason = try System.lstatIfPresent(path(stage, shareID) + "/" + QuarantineReason.fileName) != nil
         let reason = recorded == .quarantined && !hasReason ? try recoveredReason(shareID) : nil
-        let running = recorded == .claimed ? try ledger.isRunning(shareID: shareID) : false
+        let runState = recorded == .claimed ? try ledger.runState(ofShare: shareID) : .notStarted
         var (run, kind) = ShareLifecycle.recovery(
-            of: shareID, foundIn: stage, recorded: recorded, running: running, hasReason: hasReason, reason: reason)
+            of: shareID, foundIn: stage, recorded: recorded, run: runState, hasReason: hasReason, reason: reason)
         let context = LifecycleExecutor.RunContext(sources: [:])
         if let lock { context.adopt(lock) }
         if case .finished(let failed) = executor.execute(&run, spool: self, context: context),
