@@ -208,6 +208,9 @@ import Testing
             Issue.record("no quarantine without a duration"); return
         }
         #expect(code == .processorFailed)
+        // A share with a death on its record runs alone, so that the next death is its own.
+        #expect(!ShareLifecycle.runsAlone(.init(attempts: 2, deaths: 0)))
+        #expect(ShareLifecycle.runsAlone(.init(attempts: 0, deaths: 1)))
         // Attempts used up (made before --max-attempts was lowered): quarantined without a run too.
         var exhausted = ShareLifecycle.start(
             "a", history: .init(attempts: 5, deaths: 0), maxAttempts: 3, now: 9_000, firstAttemptAt: nil)

@@ -81,7 +81,8 @@ struct RestartStormTests {
     /// processor's shell, its parent the daemon) for one file: the daemon dies at each start that runs it, and after
     /// `--max-attempts` such restarts the share is quarantined with ERR_PROCESSOR_FAILED and a reason that says it
     /// takes its daemon down, without running again; every other share is processed, and `show` lists the deaths.
-    /// On SQLite, and on PostgreSQL when `SHAREPIPE_TEST_PG` is set (the daemon's recovery at start-up).
+    /// Each run takes 50 ms, so another share is running beside the one that kills the daemon at its first death:
+    /// that one is charged too, and then runs alone (`ShareLifecycle.runsAlone`) and is cleared. On SQLite, and on PostgreSQL when `SHAREPIPE_TEST_PG` is set (the daemon's recovery at start-up).
     @Test(arguments: RestartStormTests.ledgers)
     func aProcessorThatKillsItsDaemonIsQuarantinedAfterMaxAttemptsRestarts(ledger: String) async throws {
         try await withTemporaryDirectory { dir in
@@ -94,7 +95,7 @@ struct RestartStormTests {
             try writeFile(inbox + "/poison.txt", "takes its daemon down\n")
             names.sort()
             let command = """
-                case "$SHAREPIPE_SUGGESTED_NAME" in poison*) kill -9 $PPID; exit 1;; esac; \
+                case "$SHAREPIPE_SUGGESTED_NAME" in poison*) kill -9 $PPID; exit 1;; esac; sleep 0.05; \
                 printf '%s %s\\n' "$SHAREPIPE_SHARE_ID" "$SHAREPIPE_SUGGESTED_NAME" >> '\(log)'
                 """
             let ledgerArguments = ledger == "sqlite" ? [] : ["--ledger", try RestartStormTests.freshPostgres()]
@@ -139,6 +140,79 @@ struct RestartStormTests {
             for stage in ["staging", "incoming", "processing"] {
                 #expect(stormListing(state + "/" + stage).isEmpty, "left in \(stage)")
             }
+        }
+    }
+
+    /// Two daemons on one inbox, one state directory and one PostgreSQL ledger, with the processor that kills its
+    /// daemon for one file: a dead daemon's claims come back through lease expiry (the survivor recovers them before
+    /// the dead one is started again), its death charged only to the share whose processor was running. After three
+    /// deaths the share is quarantined with the reason above; every other share is processed once.
+    @Test(.enabled(if: ClusterTests.url != nil, "needs SHAREPIPE_TEST_PG"))
+    func severalDaemonsOnPostgresQuarantineOnlyTheShareThatKillsThem() async throws {
+        try await withTemporaryDirectory { dir in
+            let inbox = dir + "/inbox"
+            let state = dir + "/state"
+            let log = dir + "/processed.log"
+            try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+            let names = (0..<40).map { "file-\($0).txt" }.sorted()
+            let command = """
+                case "$SHAREPIPE_SUGGESTED_NAME" in poison*) kill -9 $PPID; exit 1;; esac; sleep 0.05; \
+                printf '%s %s\\n' "$SHAREPIPE_SHARE_ID" "$SHAREPIPE_SUGGESTED_NAME" >> '\(log)'
+                """
+            let ledger = try RestartStormTests.freshPostgres()
+            let arguments = [
+                "daemon", "--inbox", inbox, "--state", state, "--ledger", ledger, "--ledger-lease", "1000",
+                "--processor", "exec", "--exec", command, "--settle", "20", "--workers", "2", "--max-attempts", "3",
+                "--retry-delay", "10",
+            ]
+            var daemons = [try SharepipeProcess(arguments), try SharepipeProcess(arguments)]
+            for name in names { try writeFile(inbox + "/" + name, name + "\n") }
+            try writeFile(inbox + "/poison.txt", "takes its daemon down\n")
+            var deaths = 0
+            var leaseRecoveries = 0
+            let deadline = ContinuousClock.now + .seconds(150)
+            while ContinuousClock.now < deadline {
+                let processed = Set(stormLines(log).compactMap { $0.split(separator: " ").last.map(String.init) })
+                if processed == Set(names) && stormListing(state + "/quarantine").count == 1 { break }
+                for index in daemons.indices where !daemons[index].isRunning {
+                    let result = try daemons[index].waitForExit(timeout: .seconds(5))
+                    #expect(result.status == 128 + SIGKILL, "\(result.stderr.suffix(2000))")
+                    deaths += 1
+                    // The survivor takes the dead daemon's claims over once their lease ran out.
+                    let survivor = daemons[1 - index]
+                    func recoveries() -> Int {
+                        survivor.stderrSoFar.components(separatedBy: "event=lease.recovered").count
+                    }
+                    let before = recoveries()
+                    _ = try await eventually(.seconds(30), every: .milliseconds(50)) {
+                        recoveries() > before || !survivor.isRunning
+                    }
+                    if recoveries() > before { leaseRecoveries += 1 }
+                    daemons[index] = try SharepipeProcess(arguments)
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            for daemon in daemons {
+                // A daemon signalled before it installed its handlers would die of the signal.
+                #expect(try await eventually(.seconds(60)) { daemon.stderrSoFar.contains("event=daemon.ready") })
+                daemon.signal(SIGTERM)
+            }
+            for daemon in daemons {
+                let stopped = try daemon.waitForExit()
+                #expect(stopped.status == 0, "\(stopped.status): \(stopped.stderr.suffix(1500))")
+            }
+
+            #expect(deaths == 3, "the poison share killed \(deaths) daemons")
+            #expect(leaseRecoveries >= 1, "no dead daemon's claims came back through lease expiry")
+            let runs = stormLines(log).compactMap { $0.split(separator: " ").last.map(String.init) }
+            #expect(Set(runs) == Set(names), "every other share processed")
+            let quarantined = stormListing(state + "/quarantine")
+            try #require(quarantined.count == 1, "quarantine: \(quarantined)")
+            let reason = try jsonFile(state + "/quarantine/" + quarantined[0] + "/reason.json")
+            #expect((reason["message"] as? String ?? "").hasSuffix("the share takes its daemon down"), "\(reason)")
+            let shown = try runSharepipe(["show", quarantined[0], "--state", state, "--json", "--ledger", ledger])
+            let events = try shown.jsonObject["events"] as? [[String: Any]] ?? []
+            #expect(events.filter { $0["event"] as? String == "crashed" }.count == 3)
         }
     }
 

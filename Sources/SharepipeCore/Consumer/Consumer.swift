@@ -241,6 +241,8 @@ private final class Dispatcher: Sendable {
         /// Claimable ids from the last listing of `incoming`, not yet tried, oldest last.
         var candidates: [String] = []
         var inFlight = 0
+        /// The share running alone (`ShareLifecycle.runsAlone`), if one is.
+        var alone: String?
         var refilling = false
         /// Whether the last refill found nothing claimable (everything deferred, or lost to other claimers).
         var dry = false
@@ -272,7 +274,12 @@ private final class Dispatcher: Sendable {
         while true {
             let step: Step = state.withLock { state in
                 if state.stopping { return .finished }
-                if let claim = state.claims.popLast() {
+                if let claim = state.claims.last {
+                    // A share with a death on its record runs alone; `finished` rings when a run ends.
+                    let alone = ShareLifecycle.runsAlone(claim.history)
+                    if state.alone != nil || (alone && state.inFlight > 0) { return .wait(configuration.pollInterval) }
+                    state.claims.removeLast()
+                    if alone { state.alone = claim.shareID }
                     state.inFlight += 1
                     return .give(claim)
                 }
@@ -340,7 +347,10 @@ private final class Dispatcher: Sendable {
     }
 
     func finished(_ shareID: String) {
-        state.withLock { $0.inFlight -= 1 }
+        state.withLock { state in
+            state.inFlight -= 1
+            if state.alone == shareID { state.alone = nil }
+        }
         doorbell.ring()
     }
 

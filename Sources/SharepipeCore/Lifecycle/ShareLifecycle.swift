@@ -372,6 +372,14 @@ struct ShareLifecycle: Sendable {
         ShareLifecycle(.succeed, shares: shareIDs, actions: [.record(.succeeded(shareIDs))], onFailure: .abort)
     }
 
+    /// Whether a claimed share runs alone in its process: one with a death on its record starts only once the runs
+    /// in progress have ended, and none starts beside it, so that a next death of its daemon is charged to it alone.
+    /// Without it, a share that happened to run beside one that kills its daemon would be claimed, started and
+    /// charged beside it again at every restart, and quarantined with it.
+    static func runsAlone(_ history: History) -> Bool {
+        history.deaths > 0
+    }
+
     /// Why a claimed share must not run again, nil when it may: its processor was running at `maxAttempts`
     /// consecutive deaths of its daemon (the share takes its daemon down), or its attempts are used up (made
     /// before `--max-attempts` was lowered).
