@@ -178,7 +178,9 @@ import Testing
             #expect(run.transition == .start)
             let (points, actions, outcome) = drive(&run)
             #expect(points == ["start.record-started"])
-            guard case .record(.started(let id, let succeeded)) = actions.first else { Issue.record("no start"); return }
+            guard case .record(.started(let id, let succeeded)) = actions.first else {
+                Issue.record("no start"); return
+            }
             #expect(id == "a" && succeeded.isEmpty && failed(outcome).isEmpty)
         }
         // The worker's earlier successes ride on the same commit; without a next start they are recorded alone.

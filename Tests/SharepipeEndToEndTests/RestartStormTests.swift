@@ -82,7 +82,8 @@ struct RestartStormTests {
     /// `--max-attempts` such restarts the share is quarantined with ERR_PROCESSOR_FAILED and a reason that says it
     /// takes its daemon down, without running again; every other share is processed, and `show` lists the deaths.
     /// Each run takes 50 ms, so another share is running beside the one that kills the daemon at its first death:
-    /// that one is charged too, and then runs alone (`ShareLifecycle.runsAlone`) and is cleared. On SQLite, and on PostgreSQL when `SHAREPIPE_TEST_PG` is set (the daemon's recovery at start-up).
+    /// that one is charged too, and then runs alone (`ShareLifecycle.runsAlone`) and is cleared. On SQLite, and on
+    /// PostgreSQL when `SHAREPIPE_TEST_PG` is set (the daemon's recovery at start-up).
     @Test(arguments: RestartStormTests.ledgers)
     func aProcessorThatKillsItsDaemonIsQuarantinedAfterMaxAttemptsRestarts(ledger: String) async throws {
         try await withTemporaryDirectory { dir in

@@ -399,9 +399,8 @@ final class LedgerStore: Sendable {
     /// Claimed → processed (attempts + 1), and the copies' deletion: a dead claim whose processor had succeeded.
     /// The processed event has no duration (it died with its claimer).
     func recordFinished(shareID: String) throws -> [PreconditionViolation] {
-        try apply(Change(
-            shareID, set: "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.ended)",
-            Event(.processed), Event(.deleted, rowBytes: true)))
+        let set = "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.ended)"
+        return try apply(Change(shareID, set: set, Event(.processed), Event(.deleted, rowBytes: true)))
     }
 
     /// Quarantined → published with attempts reset (requeue).
