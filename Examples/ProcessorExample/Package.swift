@@ -19,7 +19,10 @@ let package = Package(
         // that the two are the same): building this package compiles it. It is never run.
         .executableTarget(
             name: "LibraryExample",
-            dependencies: [.product(name: "SharepipeCore", package: "sharepipe")]
+            dependencies: [
+                .product(name: "SharepipeCore", package: "sharepipe"),
+                .product(name: "SharepipeScenario", package: "sharepipe"),
+            ]
         ),
         .testTarget(
             name: "CatalogueProcessorTests",

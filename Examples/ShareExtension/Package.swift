@@ -15,7 +15,7 @@ let package = Package(
         .target(
             name: "ShareIngest",
             dependencies: [
-                .product(name: "SharepipeExtensionKit", package: "sharepipe", condition: .when(platforms: [.linux])),
+                .product(name: "UniformTypeIdentifiers", package: "sharepipe", condition: .when(platforms: [.linux])),
             ]
         ),
         .testTarget(

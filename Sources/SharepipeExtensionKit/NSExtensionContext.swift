@@ -6,6 +6,13 @@ import Synchronization
 /// The `userInfo` key under which an error's items and errors are reported to the host.
 public let NSExtensionItemsAndErrorsKey = "NSExtensionItemsAndErrorsKey"
 
+/// What an extension's principal object without a user interface adopts (an action extension's request handler):
+/// the system calls `beginRequest(with:)` with the request's context; on Linux a test calls it.
+public protocol NSExtensionRequestHandling: NSObjectProtocol {
+    /// Starts the request; the extension ends it with `completeRequest` or `cancelRequest` on the context.
+    func beginRequest(with context: NSExtensionContext)
+}
+
 /// The context a host app runs an extension in: the items shared with it, and the calls that end the request.
 ///
 /// On Apple's platforms the system creates the context; on Linux a test (or the extension harness) creates one with

@@ -33,11 +33,16 @@ public enum NSItemProviderRepresentationVisibility: Int, Sendable, Hashable {
 /// representation whose type conforms to the requested one, converts between file and data as needed, and calls
 /// the completion handler exactly once, on a background queue — with a result, the source's error, or a
 /// cancellation error when the returned `Progress` is cancelled first. A file is handed out as a temporary copy in a
-/// directory of its own, deleted as soon as the completion handler returns. docs/extension-kit.md lists every
-/// decision Apple's documentation leaves open.
+/// directory of its own: `loadFileRepresentation` deletes it as soon as its completion handler returns, `loadItem`
+/// keeps it until the provider is released. docs/extension-kit.md lists every decision Apple's documentation leaves
+/// open.
 open class NSItemProvider: NSObject, @unchecked Sendable {
     /// Receives the item `loadItem(forTypeIdentifier:options:completionHandler:)` coerced.
     public typealias CompletionHandler = @Sendable ((any NSSecureCoding)?, (any Error)?) -> Void
+
+    /// Produces an item registered with `registerItem(forTypeIdentifier:loadHandler:)`: it calls the completion
+    /// handler with the item or an error; the class and options the loader asked with are always nil on Linux.
+    public typealias LoadHandler = @Sendable (NSItemProvider.CompletionHandler?, AnyClass?, [AnyHashable: Any]?) -> Void
 
     /// The codes of `NSItemProviderErrorDomain`.
     public enum ErrorCode: Int, Sendable {
@@ -52,12 +57,14 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
 
     typealias FileLoadHandler = @Sendable (@escaping @Sendable (URL?, Bool, (any Error)?) -> Void) -> Progress?
     typealias DataLoadHandler = @Sendable (@escaping @Sendable (Data?, (any Error)?) -> Void) -> Progress?
+    typealias ItemLoadHandler = @Sendable (@escaping NSItemProvider.CompletionHandler) -> Void
 
     /// One registered representation.
     struct Registration: Sendable {
         enum Loader: Sendable {
             case file(NSItemProviderFileOptions, FileLoadHandler)
             case data(DataLoadHandler)
+            case item(ItemLoadHandler)
         }
 
         var typeIdentifier: String
@@ -69,6 +76,8 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
         var registrations: [Registration] = []
         var suggestedName: String?
         var loads: [LoadRecord] = []
+        /// The per-load directories of files handed out to be kept until the provider is released.
+        var kept: [URL] = []
         var temporaryDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("com.sharepipe.NSItemProvider", isDirectory: true)
     }
@@ -78,6 +87,22 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
     /// An item provider without representations.
     public override init() {
         super.init()
+    }
+
+    /// An item provider holding `item` (an `NSString`, `NSURL`, `NSData`, `NSDictionary`, …) under `typeIdentifier`,
+    /// as a source app or a test makes one; no registration when either is nil.
+    public convenience init(item: (any NSSecureCoding)?, typeIdentifier: String?) {
+        self.init()
+        guard let item, let typeIdentifier else { return }
+        let held = HeldItem(item)
+        registerItem(forTypeIdentifier: typeIdentifier) { completion, _, _ in completion?(held.value, nil) }
+    }
+
+    deinit {
+        // The files loadItem handed out live as long as the provider (on iOS, as long as the extension's process).
+        for directory in state.withLock({ $0.kept }) {
+            try? FileManager.default.removeItem(at: directory)
+        }
     }
 
     /// An item provider for a file: one file representation, its type found from the filename extension (a dynamic
@@ -148,6 +173,17 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
         register(Registration(typeIdentifier: typeIdentifier, visibility: visibility, loader: .data(loadHandler)))
     }
 
+    /// Registers an item the source produces on demand: `loadHandler` gets a completion handler to call with the
+    /// item (an `NSString`, `NSURL`, `NSData`, property list, …) or an error. A type already registered keeps its
+    /// first registration.
+    open func registerItem(
+        forTypeIdentifier typeIdentifier: String, loadHandler: @escaping NSItemProvider.LoadHandler
+    ) {
+        register(Registration(typeIdentifier: typeIdentifier, visibility: .all, loader: .item { completion in
+            loadHandler(completion, nil, nil)
+        }))
+    }
+
     private func register(_ registration: Registration) {
         state.withLock { state in
             guard !state.registrations.contains(where: {
@@ -164,10 +200,10 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
     open func loadFileRepresentation(
         forTypeIdentifier typeIdentifier: String, completionHandler: @escaping @Sendable (URL?, (any Error)?) -> Void
     ) -> Progress {
-        load(typeIdentifier, method: .file) { payload, error in
+        load(typeIdentifier, method: .file) { payload, _, error in
             switch payload {
             case .file(let url)?: completionHandler(url, nil)
-            case .data?, nil: completionHandler(nil, error ?? Self.error(.unknownError, typeIdentifier))
+            case .data?, .item?, nil: completionHandler(nil, error ?? Self.error(.unknownError, typeIdentifier))
             }
         }
     }
@@ -178,55 +214,66 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
     open func loadDataRepresentation(
         forTypeIdentifier typeIdentifier: String, completionHandler: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) -> Progress {
-        load(typeIdentifier, method: .data) { payload, error in
+        load(typeIdentifier, method: .data) { payload, _, error in
             switch payload {
             case .data(let data)?: completionHandler(data, nil)
-            case .file?, nil: completionHandler(nil, error ?? Self.error(.unknownError, typeIdentifier))
+            case .file?, .item?, nil: completionHandler(nil, error ?? Self.error(.unknownError, typeIdentifier))
             }
         }
     }
 
-    /// Loads the first representation conforming to `typeIdentifier` and coerces it: a file representation becomes
-    /// the `NSURL` of a temporary copy (deleted when the handler returns, as for `loadFileRepresentation`); bytes of a
-    /// URL type become an `NSURL`, bytes of a plain-text type an `NSString`, any other bytes `NSData`. `options` are
-    /// accepted and ignored. The handler runs exactly once, on a background queue.
+    /// Loads the first representation conforming to `typeIdentifier` and coerces it by what was registered: a file
+    /// becomes the `NSURL` of a temporary copy that stays readable until the provider is released; bytes of a type
+    /// conforming to `public.url` an `NSURL`, to `public.text` an `NSString`, to `com.apple.property-list` the property
+    /// list (`NSDictionary`, `NSArray`, …), any other bytes `NSData`; a registered item is handed out as it is
+    /// (`NSData` of such a type coerced as bytes are). `options` are accepted and ignored. The handler runs exactly
+    /// once, on a background queue.
     open func loadItem(
         forTypeIdentifier typeIdentifier: String, options: [AnyHashable: Any]? = nil,
         completionHandler: NSItemProvider.CompletionHandler? = nil
     ) {
-        load(typeIdentifier, method: .item) { payload, error in
-            guard let completionHandler else { return }
-            switch payload {
-            case .file(let url)?:
-                completionHandler(url as NSURL, nil)
-            case .data(let data)?:
-                do {
-                    completionHandler(try Self.coerce(data, registeredAs: typeIdentifier), nil)
-                } catch {
-                    completionHandler(nil, error)
-                }
-            case nil:
-                completionHandler(nil, error ?? Self.error(.unknownError, typeIdentifier))
+        loadCoercedItem(typeIdentifier) { item, error in completionHandler?(item?.value, error) }
+    }
+
+    /// `loadItem`'s load; returns the load's progress (which `loadItem` itself does not hand out, as on iOS).
+    @discardableResult
+    func loadCoercedItem(
+        _ typeIdentifier: String, handler: @escaping @Sendable (HeldItem?, (any Error)?) -> Void
+    ) -> Progress {
+        load(typeIdentifier, method: .item) { payload, registeredType, error in
+            guard let payload else {
+                handler(nil, error ?? Self.error(.unknownError, typeIdentifier))
+                return
+            }
+            do {
+                handler(HeldItem(try Self.coerce(payload, registeredAs: registeredType)), nil)
+            } catch {
+                handler(nil, error)
             }
         }
     }
 
     // MARK: Loading
 
-    /// What a load hands its handler: a temporary file the kit owns, or bytes.
+    /// What a load hands its handler: a temporary file the kit owns, bytes, or an item as the source registered it.
     enum Payload: Sendable {
         case file(URL)
         case data(Data)
+        case item(HeldItem)
     }
 
     /// How the caller asked for the representation.
     package enum LoadMethod: String, Sendable {
-        case file, data, item
+        case file, data, item, object
     }
 
+    /// Loads the first representation conforming to `requested` as `method` wants it. A temporary file is deleted
+    /// when the handler returns, or kept until the provider is released when `keepsFile` (loadItem and the async
+    /// file loads, whose callers read the file later). The handler also gets the registered type that answered.
     @discardableResult
-    private func load(
-        _ requested: String, method: LoadMethod, handler: @escaping @Sendable (Payload?, (any Error)?) -> Void
+    func load(
+        _ requested: String, method: LoadMethod, keepsFile: Bool? = nil,
+        handler: @escaping @Sendable (Payload?, String, (any Error)?) -> Void
     ) -> Progress {
         let progress = Progress(totalUnitCount: 1)
         let chosen = registration(conformingTo: requested, fileOptions: [])
@@ -235,7 +282,12 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
                 requestedType: requested, registeredType: chosen?.typeIdentifier, method: method))
             return (state.loads.count - 1, state.temporaryDirectory, state.suggestedName)
         }
-        let once = LoadCompletion(provider: self, record: index, progress: progress, handler: handler)
+        let answering = chosen?.typeIdentifier ?? requested
+        let once = LoadCompletion(
+            provider: self, record: index, progress: progress, keepsFile: keepsFile ?? (method == .item)
+        ) { payload, error in
+            handler(payload, answering, error)
+        }
         guard let chosen else {
             once.finish(nil, Self.error(.itemUnavailableError, requested))
             return progress
@@ -282,6 +334,33 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
                     once.finish(nil, error)
                 }
             }
+        case .item(let loadHandler):
+            returned = nil
+            let type = chosen.typeIdentifier
+            loadHandler { item, error in
+                guard !once.isFinished else { return }
+                guard let item else {
+                    once.finish(nil, error ?? Self.error(.itemUnavailableError, requested))
+                    return
+                }
+                do {
+                    switch method {
+                    case .item, .object:
+                        once.finish(.item(HeldItem(item)), nil)
+                    case .data:
+                        once.finish(.data(try Self.bytes(of: item, registeredAs: type)), nil)
+                    case .file:
+                        if let file = Self.file(of: item, registeredAs: type) {
+                            once.finish(.file(try Self.temporaryCopy(of: file, named: name, in: directory)), nil)
+                        } else {
+                            let bytes = try Self.bytes(of: item, registeredAs: type)
+                            once.finish(.file(try Self.temporaryFile(bytes, named: name, in: directory)), nil)
+                        }
+                    }
+                } catch {
+                    once.finish(nil, error)
+                }
+            }
         }
         sourceProgress.withLock { $0 = returned }
         return progress
@@ -318,19 +397,76 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
         ])
     }
 
+    /// `loadItem`'s coercion of what the registration under `typeIdentifier` delivered: a file is its URL, bytes are
+    /// coerced by the registered type, and a registered item is handed out as it is (bytes coerced as above).
+    static func coerce(_ payload: Payload, registeredAs typeIdentifier: String) throws -> any NSSecureCoding {
+        switch payload {
+        case .file(let url):
+            return url as NSURL
+        case .data(let data):
+            return try coerce(data, registeredAs: typeIdentifier)
+        case .item(let held):
+            guard let data = held.value as? NSData else { return held.value }
+            return try coerce(data as Data, registeredAs: typeIdentifier)
+        }
+    }
+
     /// `loadItem`'s coercion of bytes registered under `typeIdentifier`.
     private static func coerce(_ data: Data, registeredAs typeIdentifier: String) throws -> any NSSecureCoding {
         if UTType.registry.conforms(typeIdentifier, to: UTType.url.identifier) {
             guard let url = Self.url(from: data) else { throw Self.error(.unavailableCoercionError, typeIdentifier) }
             return url as NSURL
         }
-        if UTType.registry.conforms(typeIdentifier, to: UTType.plainText.identifier) {
-            guard let text = String(data: data, encoding: .utf8) else {
+        if UTType.registry.conforms(typeIdentifier, to: UTType.text.identifier) {
+            guard let text = Self.text(from: data, registeredAs: typeIdentifier) else {
                 throw Self.error(.unavailableCoercionError, typeIdentifier)
             }
             return text as NSString
         }
+        if UTType.registry.conforms(typeIdentifier, to: UTType.propertyList.identifier) {
+            let list = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            if let dictionary = list as? [String: Any] { return dictionary as NSDictionary }
+            if let array = list as? [Any] { return array as NSArray }
+            if let text = list as? String { return text as NSString }
+        }
         return data as NSData
+    }
+
+    /// Text from bytes registered under a text type: UTF-16 for the UTF-16 types (by the byte-order mark; without
+    /// one, native little-endian order for `public.utf16-plain-text` and big-endian for the external type), UTF-8 for
+    /// every other one.
+    static func text(from data: Data, registeredAs typeIdentifier: String) -> String? {
+        let conforms = { (type: UTType) in UTType.registry.conforms(typeIdentifier, to: type.identifier) }
+        guard conforms(.utf16PlainText) || conforms(.utf16ExternalPlainText) else {
+            return String(data: data, encoding: .utf8)
+        }
+        let marked = data.starts(with: [0xFF, 0xFE]) || data.starts(with: [0xFE, 0xFF])
+        let encoding: String.Encoding = marked ? .utf16
+            : conforms(.utf16PlainText) ? .utf16LittleEndian : .utf16BigEndian
+        return String(data: data, encoding: encoding)
+    }
+
+    /// The bytes a registered item gives when loaded as data: an `NSData`'s own, an `NSString`'s UTF-8, the contents
+    /// of a file `NSURL` registered as a file's type, the UTF-8 of any other `NSURL`, a binary property list of an
+    /// `NSDictionary` or `NSArray`; `unavailableCoercionError` for anything else.
+    static func bytes(of item: any NSSecureCoding, registeredAs typeIdentifier: String) throws -> Data {
+        if let data = item as? NSData { return data as Data }
+        if let text = item as? NSString { return Data((text as String).utf8) }
+        if let file = file(of: item, registeredAs: typeIdentifier) { return try Data(contentsOf: file) }
+        if let url = item as? NSURL { return Data(url.absoluteString.utf8) }
+        if item is NSDictionary || item is NSArray {
+            return try PropertyListSerialization.data(fromPropertyList: item, format: .binary, options: 0)
+        }
+        throw Self.error(.unavailableCoercionError, typeIdentifier)
+    }
+
+    /// The file a registered item stands for: a file `NSURL` registered under a type that is not a URL type (an
+    /// image's file, say; a `public.file-url` item is the URL itself).
+    private static func file(of item: any NSSecureCoding, registeredAs typeIdentifier: String) -> URL? {
+        guard let url = (item as? NSURL).map({ $0 as URL }), url.isFileURL,
+              !UTType.registry.conforms(typeIdentifier, to: UTType.url.identifier)
+        else { return nil }
+        return url
     }
 
     /// A URL from the bytes of a URL representation: a property list as `NSURL` writes itself (an array whose first
@@ -408,6 +544,9 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
         package var result: Result?
         /// Whether the completion handler has returned.
         package var handlerReturned = false
+        /// Whether the temporary file stays until the provider is released (loadItem's), rather than going when the
+        /// handler returns.
+        package var keepsFile = false
         /// The error handed to the completion handler, if any.
         package var errorDescription: String?
     }
@@ -424,6 +563,20 @@ open class NSItemProvider: NSObject, @unchecked Sendable {
     fileprivate func update(record index: Int, _ change: (inout LoadRecord) -> Void) {
         state.withLock { change(&$0.loads[index]) }
     }
+
+    /// Keeps a load's directory until the provider is released.
+    fileprivate func keep(_ directory: URL) {
+        state.withLock { $0.kept.append(directory) }
+    }
+}
+
+/// An item a source registered, handed between queues as Apple hands it (items are immutable value classes).
+struct HeldItem: @unchecked Sendable {
+    let value: any NSSecureCoding
+
+    init(_ value: any NSSecureCoding) {
+        self.value = value
+    }
 }
 
 extension NSItemProvider.Registration {
@@ -434,21 +587,23 @@ extension NSItemProvider.Registration {
 }
 
 /// The one completion of one load: the first of result, source error and cancellation wins; the handler runs on a
-/// background queue and a temporary file is deleted the moment it returns.
+/// background queue and a temporary file is deleted the moment it returns (or, when kept, when the provider goes).
 private final class LoadCompletion: Sendable {
     private let finished = Mutex(false)
     private let provider: NSItemProvider
     private let record: Int
     private let progress: Progress
+    private let keepsFile: Bool
     private let handler: @Sendable (NSItemProvider.Payload?, (any Error)?) -> Void
 
     init(
-        provider: NSItemProvider, record: Int, progress: Progress,
+        provider: NSItemProvider, record: Int, progress: Progress, keepsFile: Bool,
         handler: @escaping @Sendable (NSItemProvider.Payload?, (any Error)?) -> Void
     ) {
         self.provider = provider
         self.record = record
         self.progress = progress
+        self.keepsFile = keepsFile
         self.handler = handler
     }
 
@@ -467,8 +622,10 @@ private final class LoadCompletion: Sendable {
         }
         let temporaryURL: URL?
         if case .file(let url)? = payload { temporaryURL = url } else { temporaryURL = nil }
+        let keepsFile = self.keepsFile && temporaryURL != nil
         provider.update(record: record) { record in
             record.temporaryURL = temporaryURL
+            record.keepsFile = keepsFile
             if payload != nil {
                 record.result = .delivered
             } else if let error = error as? CocoaError, error.code == .userCancelled {
@@ -485,7 +642,11 @@ private final class LoadCompletion: Sendable {
             progress.completedUnitCount = progress.totalUnitCount
             handler(payload, error)
             if let temporaryURL {
-                try? FileManager.default.removeItem(at: temporaryURL.deletingLastPathComponent())
+                if keepsFile {
+                    provider.keep(temporaryURL.deletingLastPathComponent())
+                } else {
+                    try? FileManager.default.removeItem(at: temporaryURL.deletingLastPathComponent())
+                }
             }
             provider.update(record: record) { $0.handlerReturned = true }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import SharepipeExtensionKit
 
 /// The checks of one extension run, over what the harness saw: the scenario, the providers' load records, the
@@ -258,7 +259,10 @@ struct ExtensionChecks {
                         + "found it still running"))
             }
         }
-        let left = Self.files(under: temporary)
+        // loadItem's files stay, as on iOS, as long as their provider: they are not left behind.
+        let kept = Set(providers.flatMap(\.loadRecords).filter(\.keepsFile).compactMap(\.temporaryURL)
+            .map(Self.canonical))
+        let left = Self.files(under: temporary).filter { !kept.contains(Self.canonical($0)) }
         if !left.isEmpty {
             failures.append(Failure(
                 check: .temporaryFilesGone,

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import Synchronization
 
 /// Where `LifecycleHarness` stops the consumer, as a kill -9 would, before recovery and a replay.

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import SharepipeExtensionKit
 
 extension Scenario {

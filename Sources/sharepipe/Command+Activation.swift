@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 
 /// `sharepipe activation …`: a share extension's `NSExtensionActivationRule`, from the command line.
 struct ActivationCommand: CommandGroup {

@@ -50,7 +50,7 @@ struct ConsumeCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let spool = try Spool(root: state, ledger: ledger)
+        let spool = try Spool(root: state, ledger: ledger, faults: .fromEnvironment())
         let recovery = try spool.recover()
         if case .store(let output, let path) = processor {
             _ = StoreProcessor(output: output, path: path, registry: registry).removeLeftTemporaries()

@@ -152,6 +152,7 @@ struct DaemonCommand: Command {
         configuration.inbox = arguments[inbox]!
         configuration.state = ProcessorOptions.stateDirectory(arguments)
         configuration.ledger = try LedgerOptions.location(arguments)
+        configuration.faults = .fromEnvironment()
         configuration.processor = try ProcessorOptions.processorChoice(arguments)
         let idlePoll = configuration.consumer.pollInterval
         configuration.consumer = ProcessorOptions.consumerConfiguration(arguments)

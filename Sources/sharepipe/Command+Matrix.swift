@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 
 /// `sharepipe matrix`: runs scenario files against their expected receipts, for CI.
 struct MatrixCommand: Command {

@@ -85,7 +85,7 @@ struct PurgeCommand: Command {
             }
             return .success
         }
-        let spool = try Spool.openExisting(root: state, ledger: ledger)
+        let spool = try Spool.openExisting(root: state, ledger: ledger, faults: .fromEnvironment())
         let purged = try spool.purgeQuarantine(olderThan: olderThan)
         if json {
             try Output.printJSON(Report(purged: purged))

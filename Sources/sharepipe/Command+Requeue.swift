@@ -37,7 +37,7 @@ struct RequeueCommand: Command {
     }
 
     func run() throws -> ExitCode {
-        let spool = try Spool.openExisting(root: state, ledger: ledger)
+        let spool = try Spool.openExisting(root: state, ledger: ledger, faults: .fromEnvironment())
         guard spool.stage(ofShare: shareID) == .quarantine else {
             if let stage = spool.stage(ofShare: shareID) {
                 throw ShareError(

@@ -1,5 +1,6 @@
 import Foundation
 import SharepipeCore
+import SharepipeScenario
 import Synchronization
 
 /// `sharepipe share`: simulates one multi-attachment share, loads it into the spool and prints the receipt.
@@ -200,7 +201,7 @@ struct ShareCommand: Command {
         }
         let spool: Spool
         do {
-            spool = try Spool(root: stateDirectory, ledger: ledger)
+            spool = try Spool(root: stateDirectory, ledger: ledger, faults: .fromEnvironment())
         } catch {
             let shareError = error as? ShareError ?? ShareError(.containerUnavailable, "\(error)")
             return try ShareReceipt.refused(.failed, shareError, providers: providers)

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Attachments as a share extension sees them: registered type identifiers, highest fidelity first.
 enum ShareFixtures {

@@ -1,5 +1,10 @@
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 @Suite struct ActivationPredicateTests {
     let registry = TypeRegistry.standard

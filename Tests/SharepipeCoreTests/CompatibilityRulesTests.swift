@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// SPEC Types, rules (a)-(f): a sniff may only contradict a declared type. Real files whose names tell the truth
 /// pass; every lie is still refused. Content is sniffed by the real libmagic wherever a sample can be made.

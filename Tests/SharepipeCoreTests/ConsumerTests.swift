@@ -3,6 +3,11 @@ import Glibc
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// A processor made of a closure.
 struct ClosureProcessor: Processor {

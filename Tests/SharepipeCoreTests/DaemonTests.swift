@@ -3,6 +3,11 @@ import Glibc
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 @Suite(.timeLimit(.minutes(5))) struct DaemonTests {
     func configuration(_ dir: String) -> DaemonConfiguration {

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// `Diagnostics`, the checks behind `sharepipe doctor`, in the situations an end-to-end run cannot set up.
 @Suite(.timeLimit(.minutes(5)))
@@ -73,8 +78,8 @@ struct DiagnosticsTests {
         #expect(Diagnostics.parentPath("b") == ".")
         #expect(Diagnostics.parentPath("/b") == "/")
         #expect(Diagnostics.parentPath("/a/b/") == "/a")
-        #expect(Diagnostics.describeBytes(512) == "512 B")
-        #expect(Diagnostics.describeBytes(100 << 20) == "100.0 MiB")
-        #expect(Diagnostics.describeBytes(3 << 29) == "1.5 GiB")
+        #expect(System.describeBytes(512) == "512 B")
+        #expect(System.describeBytes(100 << 20) == "100.0 MiB")
+        #expect(System.describeBytes(3 << 29) == "1.5 GiB")
     }
 }

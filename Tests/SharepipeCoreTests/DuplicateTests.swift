@@ -3,6 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 import SharepipeTesting
 
 /// Issue 21: the duplicate check. The plan (pure), the ledgers' reservation (both backends: the window's edge, what
@@ -278,13 +283,14 @@ import SharepipeTesting
 
     // MARK: The loader
 
-    func loader(_ root: String, _ policy: DuplicatePolicy, sharePolicy: SharePolicy = .keepSuccessful) throws
-        -> ShareLoader
-    {
+    func loader(
+        _ root: String, _ policy: DuplicatePolicy, sharePolicy: SharePolicy = .keepSuccessful,
+        faults: LifecycleFaults? = nil
+    ) throws -> ShareLoader {
         var configuration = LoaderConfiguration()
         configuration.duplicates = policy
         configuration.policy = sharePolicy
-        return ShareLoader(spool: try Spool(root: root + "/state"), configuration: configuration)
+        return ShareLoader(spool: try Spool(root: root + "/state", faults: faults), configuration: configuration)
     }
 
     func note(_ dir: String, _ name: String, _ text: String) throws -> FileItemProvider {
@@ -378,9 +384,10 @@ import SharepipeTesting
     /// reserved, and the next loads go through.
     @Test func aFailedReserveBatchFailsEachOfItsShares() async throws {
         try await withTemporaryDirectory { dir in
-            let loader = try loader(dir, .reject)
+            let faults = LifecycleFaults()
+            let loader = try loader(dir, .reject, faults: faults)
             let providers = try (0..<6).map { index in try note(dir, "n\(index).txt", "content \(index % 3)\n") }
-            loader.spool.executor.injectedFailure.withLock { $0 = "reserve.record-reserved" }
+            faults.failure.withLock { $0 = "reserve.record-reserved" }
             let failed = await withTaskGroup(of: ShareReceipt.self) { group in
                 for provider in providers { group.addTask { await loader.load([provider]) } }
                 return await group.reduce(into: []) { $0.append($1) }
@@ -390,7 +397,7 @@ import SharepipeTesting
             #expect(try entries(loader.spool, .staging).isEmpty)
             #expect(try loader.spool.shareIDs(in: .incoming).isEmpty)
 
-            loader.spool.executor.injectedFailure.withLock { $0 = nil }
+            faults.failure.withLock { $0 = nil }
             let retried = await loader.load([providers[0]])
             #expect(retried.status == .complete)
         }

@@ -2,6 +2,11 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The probed capabilities and the fallbacks they select, on the local disk with the primitives taken away as a
 /// FUSE or NFS mount would (the FUSE mounts themselves are in the end-to-end suite).

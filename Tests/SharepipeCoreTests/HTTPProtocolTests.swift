@@ -2,6 +2,11 @@ import Foundation
 import Testing
 
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The HTTP protocols without a socket: the streaming multipart parser fed in every chunking, header parameters
 /// (RFC 6266 / 8187), the start of a request (routes, tokens, early limits) and the tus state machine.

@@ -2,6 +2,11 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Every way a file arrives is seen promptly: an entry that appeared without being opened (a hard link, `cp -l`, a
 /// download tool linking a finished file into a watched folder) is ready after the settle window, while a file

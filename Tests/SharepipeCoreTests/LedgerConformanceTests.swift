@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The ledger protocol's transitions, run against both implementations: the same calls must leave the same states,
 /// attempts, violations and counts.

@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The one ledger store on both backends: ledgers the previous sharepipe made open and migrate, the ownership guard
 /// holds on both, daemons opening one fresh SQLite ledger together all open it, and no PostgreSQL call waits behind

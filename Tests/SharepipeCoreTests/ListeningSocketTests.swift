@@ -1,5 +1,10 @@
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// What `System.boundAddress` reports for the TCP listeners `daemon --listen` makes: the numeric host, the port the
 /// kernel chose for port 0, and whether only this host can connect (which decides whether `--tokens` is required).

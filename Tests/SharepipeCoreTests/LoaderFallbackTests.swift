@@ -1,6 +1,12 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
+@testable import SharepipeScenario
 import SharepipeTesting
 
 /// SPEC Types "Fallback in fidelity order": a failed load of the chosen representation tries the next declared one

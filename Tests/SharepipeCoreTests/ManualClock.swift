@@ -1,5 +1,10 @@
 import Synchronization
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// A clock that moves only when the test says so (`advance(by:)`): settle windows, backoffs and poll intervals are
 /// checked by moving time, not by waiting for it. Its wall time starts at the real time it was made, so that the

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The PostgreSQL server the tests use: `SHAREPIPE_TEST_PG`, a libpq URL (`.ci/run` starts a throw-away cluster and
 /// sets it). Outside CI, tests that need it are skipped with a printed reason when it is unset; with `CI=true` they

@@ -2,6 +2,11 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 @Suite(.timeLimit(.minutes(5))) struct ProcessorTests {
     /// Publishes one share of text attachments, all named `name`.

@@ -1,6 +1,11 @@
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The SHA-256 computed while a body is received: from the connection's buffers for the first MiB, then from the
 /// pages just written on a thread of its own. Whatever the sizes the body arrives in, it is the file's digest.

@@ -3,6 +3,11 @@ import Glibc
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Each interruption point of publish, claim, complete, retry, quarantine and requeue, left on disk as kill -9
 /// would leave it, then recovered with nothing lost.

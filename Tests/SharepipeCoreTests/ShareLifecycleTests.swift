@@ -1,6 +1,11 @@
 import Testing
 
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The lifecycle state machine without a disk or a ledger: each transition's actions in order, each failure's
 /// compensation, the guards of every ledger change, and recovery from every state in every directory.

@@ -2,6 +2,12 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
+@testable import SharepipeScenario
 import SharepipeTesting
 
 /// The path of a committed fixture, e.g. `fixture("files/photo.heic")`.

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Processed shares' directories emptied and kept for the next shares (`ShareRecycler`): what a user finds in the
 /// state directory after each step, and that nothing of a processed share's content survives or leaks into the

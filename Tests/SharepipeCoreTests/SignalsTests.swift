@@ -1,6 +1,11 @@
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Signal dispositions are process-wide, so these run one at a time, on SIGURG, whose default action is to ignore.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct SignalsTests {

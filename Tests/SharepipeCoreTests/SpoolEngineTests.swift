@@ -3,6 +3,11 @@ import Glibc
 import Synchronization
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The spool engine's orderings, one injected failure or race at a time: what a user finds afterwards in the inbox,
 /// the spool and the ledger.
@@ -30,10 +35,11 @@ import Testing
     @Test(arguments: ["publish.barrier", "publish.record-staged", "publish.move-incoming"])
     func aPublishThatFailsAtAStepRollsBackAndKeepsTheSource(step: String) async throws {
         try await withTemporaryDirectory { dir in
-            let spool = try Spool(root: dir + "/state")
+            let faults = LifecycleFaults()
+            let spool = try Spool(root: dir + "/state", faults: faults)
             let ingester = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "kept when publishing fails\n")
-            spool.executor.injectedFailure.withLock { $0 = step }
+            faults.failure.withLock { $0 = step }
 
             let outcome = await ingester.ingest(try candidate(dir, "note.txt"))
             guard case .deferred(.io, let reason) = outcome else {
@@ -46,7 +52,7 @@ import Testing
             #expect(try entries(spool, .incoming).isEmpty)
             #expect(try spool.ledger.pending().shares == 0)
 
-            spool.executor.injectedFailure.withLock { $0 = nil }
+            faults.failure.withLock { $0 = nil }
             let retried = await ingester.ingest(try candidate(dir, "note.txt"))
             guard case .published = retried else {
                 Issue.record("the source was not published on the next try: \(retried)")
@@ -59,10 +65,11 @@ import Testing
 
     @Test func aSourceThatFailsToUnlinkKeepsItsRecordForRecovery() async throws {
         try await withTemporaryDirectory { dir in
-            let spool = try Spool(root: dir + "/state")
+            let faults = LifecycleFaults()
+            let spool = try Spool(root: dir + "/state", faults: faults)
             let ingester = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "published, unlink failed\n")
-            spool.executor.injectedFailure.withLock { $0 = "publish.remove-sources" }
+            faults.failure.withLock { $0 = "publish.remove-sources" }
             guard case .published = await ingester.ingest(try candidate(dir, "note.txt")) else {
                 Issue.record("not published")
                 return
@@ -78,16 +85,17 @@ import Testing
 
     @Test func aSourcePublishedByADaemonThatDiedBeforeUnlinkingIsNotIngestedAgain() async throws {
         try await withTemporaryDirectory { dir in
-            let spool = try Spool(root: dir + "/state")
+            let faults = LifecycleFaults()
+            let spool = try Spool(root: dir + "/state", faults: faults)
             let first = try ingester(dir, spool)
             try writeFile(dir + "/inbox/note.txt", "published once\n")
             // The first daemon publishes and dies before the unlink: its lock is gone, its record still staged.
-            spool.executor.injectedFailure.withLock { $0 = "publish.remove-sources" }
+            faults.failure.withLock { $0 = "publish.remove-sources" }
             guard case .published = await first.ingest(try candidate(dir, "note.txt")) else {
                 Issue.record("not published")
                 return
             }
-            spool.executor.injectedFailure.withLock { $0 = nil }
+            faults.failure.withLock { $0 = nil }
             // A second daemon on the same ledger takes the file: it recognises it and unlinks it.
             let other = try Spool(root: dir + "/state")
             let second = try ingester(dir, other)
@@ -192,10 +200,11 @@ import Testing
 
     @Test func sharesStagedTogetherArePublishedInOneBatch() async throws {
         try await withTemporaryDirectory { dir in
-            let spool = try Spool(root: dir + "/state")
+            let faults = LifecycleFaults()
+            let spool = try Spool(root: dir + "/state", faults: faults)
             let loader = ShareLoader(spool: spool)
             // Held, as a batch in progress holds the publisher, while forty shares are staged.
-            spool.executor.hold(true)
+            faults.hold(true)
             let receipts = await withTaskGroup(of: ShareReceipt.self) { group in
                 for index in 0..<40 {
                     group.addTask {
@@ -205,12 +214,12 @@ import Testing
                 }
                 #expect((try? await eventually(.seconds(240)) { spool.executor.queuedPublishes == 40 }) == true)
                 #expect((try? entries(spool, .incoming))?.isEmpty == true)
-                spool.executor.hold(false)
+                faults.hold(false)
                 return await group.reduce(into: []) { $0.append($1) }
             }
             #expect(receipts.allSatisfy { $0.status == .complete })
             #expect(try entries(spool, .incoming).count == 40)
-            #expect(spool.executor.batchesPublished.load(ordering: .relaxed) == 1)
+            #expect(faults.batchesPublished.load(ordering: .relaxed) == 1)
         }
     }
 

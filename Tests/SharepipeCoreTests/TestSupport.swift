@@ -1,5 +1,10 @@
 import Foundation
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// A temporary directory for one test, removed when the test's body returns.
 func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// The ledger's rows of resumable uploads (issue 19) on both ledgers: they follow the files in `STATE/uploads/`,
 /// and every daemon on one ledger counts every upload in flight.

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Issue 21 as a user meets it: `--duplicates accept|flag|reject` and `--duplicate-window` through `share` and the
 /// inbox (`daemon --oneshot`, the command line and `--config`), what `ls`, `show` and `status` say of duplicates,

@@ -2,6 +2,11 @@ import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// Several daemons ("hosts") on one inbox and one state directory with one PostgreSQL ledger, through the built
 /// binary against a real server (`SHAREPIPE_TEST_PG`; skipped with a printed reason when it is unset outside CI).

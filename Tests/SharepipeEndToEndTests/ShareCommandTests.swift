@@ -3,6 +3,11 @@ import Glibc
 import Testing
 
 @testable import SharepipeCore
+@testable import SharepipeDaemon
+@testable import SharepipeIngest
+@testable import SharepipeLedger
+@testable import SharepipeSpool
+@testable import SharepipeSystem
 
 /// `sharepipe share`, through the built binary: receipts, exit statuses, the files in the spool, and the sources
 /// left exactly as they were.

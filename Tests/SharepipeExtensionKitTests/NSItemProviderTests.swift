@@ -2,28 +2,6 @@ import Foundation
 @testable import SharepipeExtensionKit
 import Testing
 
-/// A provider whose one file representation hands out `file` (the source app's own file).
-private func fileProvider(_ type: String, _ file: URL, suggestedName: String? = nil) -> NSItemProvider {
-    let provider = NSItemProvider()
-    provider.suggestedName = suggestedName
-    provider.registerFileRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
-        completion(file, false, nil)
-        return nil
-    }
-    return provider
-}
-
-/// A provider whose one data representation hands out `data`.
-private func dataProvider(_ type: String, _ data: Data, suggestedName: String? = nil) -> NSItemProvider {
-    let provider = NSItemProvider()
-    provider.suggestedName = suggestedName
-    provider.registerDataRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
-        completion(data, nil)
-        return nil
-    }
-    return provider
-}
-
 /// What a file load's handler saw while it ran.
 private struct SeenFile: Sendable {
     var url: URL?
@@ -105,11 +83,11 @@ struct NSItemProviderTests {
         #expect(await eventually { !FileManager.default.fileExists(atPath: url.path) })
     }
 
-    @Test func loadItemGivesTheURLOfATemporaryCopyForFileRepresentations() async throws {
+    @Test func loadItemGivesTheURLOfATemporaryCopyKeptUntilTheProviderIsReleased() async throws {
         let source = fixture("files/photo.heic")
-        let provider = fileProvider("public.heic", source)
+        var provider: NSItemProvider? = fileProvider("public.heic", source)
         let seen: SeenFile = try await completion { done in
-            provider.loadItem(forTypeIdentifier: "public.image", options: nil) { item, error in
+            provider?.loadItem(forTypeIdentifier: "public.image", options: nil) { item, error in
                 let url = (item as? NSURL).map { $0 as URL }
                 done(SeenFile(
                     url: url, bytes: url.flatMap { FileManager.default.contents(atPath: $0.path) },
@@ -119,10 +97,15 @@ struct NSItemProviderTests {
         let url = try #require(seen.url)
         #expect(url != source)
         #expect(seen.bytes == FileManager.default.contents(atPath: source.path))
-        #expect(await eventually { !FileManager.default.fileExists(atPath: url.path) })
+        #expect(await eventually { provider?.loadRecords.first?.handlerReturned == true })
+        #expect(provider?.loadRecords.first?.keepsFile == true)
+        #expect(FileManager.default.contents(atPath: url.path) == FileManager.default.contents(atPath: source.path))
+        provider = nil
+        #expect(await eventually { !FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path) })
+        #expect(FileManager.default.fileExists(atPath: source.path), "the source app's file is left alone")
     }
 
-    @Test func loadItemCoercesDataRepresentationsByTheRequestedType() async throws {
+    @Test func loadItemCoercesDataRepresentationsByTheRegisteredType() async throws {
         let bookmark = try Data(contentsOf: fixture("scenarios/data/article-url.bplist"))
         let url: URL? = try await completion { done in
             dataProvider("public.url", bookmark).loadItem(forTypeIdentifier: "public.url") { item, _ in

@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeExtensionKit
 import Synchronization
 
 /// The package's root directory (the one holding Package.swift).
@@ -69,4 +70,26 @@ func completion<Value: Sendable>(
         throw SupportError("the completion handler was not called within \(timeout)")
     }
     return value
+}
+
+/// A provider whose one file representation hands out `file` (the source app's own file).
+func fileProvider(_ type: String, _ file: URL, suggestedName: String? = nil) -> NSItemProvider {
+    let provider = NSItemProvider()
+    provider.suggestedName = suggestedName
+    provider.registerFileRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
+        completion(file, false, nil)
+        return nil
+    }
+    return provider
+}
+
+/// A provider whose one data representation hands out `data`.
+func dataProvider(_ type: String, _ data: Data, suggestedName: String? = nil) -> NSItemProvider {
+    let provider = NSItemProvider()
+    provider.suggestedName = suggestedName
+    provider.registerDataRepresentation(forTypeIdentifier: type, visibility: .all) { completion in
+        completion(data, nil)
+        return nil
+    }
+    return provider
 }

@@ -1,4 +1,5 @@
 import SharepipeCore
+import SharepipeScenario  // ScriptedItemProvider
 
 let spool = try Spool(root: "/var/lib/myapp/spool")           // ERR_CONTAINER_UNAVAILABLE if unusable
 var limits = LoaderConfiguration()

@@ -1,9 +1,5 @@
-#if canImport(UniformTypeIdentifiers)
-import UniformTypeIdentifiers
-#else
-import SharepipeExtensionKit
-#endif
 import Foundation
+import UniformTypeIdentifiers
 
 // The classic share-extension bugs, each in the ingest code a team would plausibly write. Each one works in a quick
 // try with one photo; the tests run them against the scenarios and expect the extension harness to name the bug.

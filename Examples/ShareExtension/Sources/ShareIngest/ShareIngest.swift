@@ -1,9 +1,5 @@
-#if canImport(UniformTypeIdentifiers)
-import UniformTypeIdentifiers
-#else
-import SharepipeExtensionKit
-#endif
 import Foundation
+import UniformTypeIdentifiers
 
 /// What became of one attachment.
 public enum IngestResult: Sendable {

@@ -1,0 +1,77 @@
+import Foundation
+import SharepipeLedger
+import SharepipeSystem
+
+/// Turns a received body into a share through the one loader every source uses, and a receipt into a response.
+struct HTTPIngest: Sendable {
+    let loader: ShareLoader
+    let activation: ShareActivation?
+
+    /// Providers for a received body: per attachment its parts as representations, in fidelity order. A multipart
+    /// part declares one type (from the `share` part, else its MIME type or name); a single body declares what its
+    /// headers say, or what an inbox drop of that name and content would.
+    func providers(_ body: ReceivedBody) -> [ReceivedItemProvider] {
+        let registry = loader.registry
+        return body.attachments.map { attachment in
+            let single = attachment.field == nil
+            var representations: [ReceivedItemProvider.Representation] = []
+            var sniffed: TypeSniffer.SniffedHead?
+            for (index, part) in attachment.parts.enumerated() {
+                let explicit: [String]?
+                if single {
+                    explicit = attachment.types
+                } else {
+                    explicit = attachment.types.map { [$0[index]] }
+                }
+                let (types, head) = ReceivedItemProvider.declaredTypes(
+                    explicit: explicit, mimeType: part.contentType,
+                    suggestedName: HeaderValue.safeFileName(part.filename), path: part.path, registry: registry)
+                sniffed = sniffed ?? head
+                for type in single ? types : Array(types.prefix(1))
+                where !representations.contains(where: { $0.type == type }) {
+                    representations.append(.init(type: type, path: part.path, received: part.received))
+                }
+            }
+            return ReceivedItemProvider(
+                representations: representations, suggestedName: attachment.suggestedName, sniffed: sniffed)
+        }
+    }
+
+    /// Checks the activation rule, then loads and publishes; the receipt is returned once the share is durable.
+    func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?) async -> ShareReceipt {
+        if let activation {
+            let decision = activation(providers.map(\.registeredTypeIdentifiers))
+            if !decision.activated {
+                let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
+                let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+                let attachments = providers.enumerated().map { index, provider in
+                    AttachmentRecord(
+                        index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
+                        suggestedName: provider.suggestedName, error: info)
+                }
+                return ShareReceipt(
+                    shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
+            }
+        }
+        return await loader.load(providers, sourceApp: sourceApp)
+    }
+
+    /// The response a receipt gets: 201 (complete, partial) or 422 (rejected) with the receipt and `Location`; a
+    /// share refused whole for a limit is 413, a share that could not be attempted 503 (spool full, state or
+    /// ledger unusable, with `Retry-After`) or 500.
+    static func response(for receipt: ShareReceipt) -> HTTPResponse {
+        let location = [("Location", "/v1/shares/" + receipt.shareId)]
+        switch receipt.status {
+        case .complete, .partial:
+            return .json(201, receipt, headers: location)
+        case .rejected:
+            if let error = receipt.error, HTTPResponse.status(for: error.code) == 413 {
+                return .error(ShareError(error.code, error.message))
+            }
+            return .json(422, receipt, headers: location)
+        case .failed:
+            let error = receipt.error.map { ShareError($0.code, $0.message) } ?? ShareError(.io, "the share failed")
+            return .error(error, status: HTTPResponse.status(for: error.code) == 503 ? 503 : 500)
+        }
+    }
+}

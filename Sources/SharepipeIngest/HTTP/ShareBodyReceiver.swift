@@ -1,0 +1,263 @@
+import Foundation
+import SharepipeSystem
+
+/// What a `POST /v1/shares` body was, once received: its files in a receive directory, grouped into attachments.
+struct ReceivedBody: Sendable {
+    /// One received file.
+    struct Part: Sendable, Equatable {
+        var path: String
+        var filename: String?
+        var contentType: String?
+        /// The file's size and SHA-256, counted and hashed as it was received; nil until the part is complete.
+        var received: ReceivedFile?
+    }
+
+    /// One attachment: a form field's parts (multipart) or the body (single).
+    struct Attachment: Sendable, Equatable {
+        var field: String?
+        var parts: [Part]
+        /// Declared types from the `share` part or `Sharepipe-Type`.
+        var types: [String]?
+        var suggestedName: String?
+    }
+
+    var attachments: [Attachment]
+    /// The `share` part's `sourceApp`.
+    var sourceApp: String?
+}
+
+/// The `share` part of a multipart upload.
+struct SharePart: Decodable, Sendable {
+    struct Attachment: Decodable, Sendable {
+        var types: [String]?
+        var suggestedName: String?
+    }
+
+    var sourceApp: String?
+    var attachments: [String: Attachment]?
+}
+
+/// Receives a `POST /v1/shares` body into the server's `ReceiveDirectory` under `staging/` (locked like a share being
+/// loaded, so no recovery removes it while it is written, and any recovery removes it after a crash), one file per
+/// representation (`REQUEST-N`), written as the bytes arrive; the limits are counted and the SHA-256 computed as
+/// they arrive, and each file's writeback is started as it grows, so the loader adopts the files as the share's
+/// copies without reading them again and the publisher's barrier finds little left to write. Used from the
+/// connection's thread, one call at a time, until `finish`; then only `discard`, from the thread that ingests.
+final class ShareBodyReceiver: @unchecked Sendable {
+    /// Where this body's files go: `RECEIVE-DIRECTORY/REQUEST-`, then the part's number.
+    private let filePrefix: String
+    /// Every file created so far, for `discard`.
+    private var created: [String] = []
+    private let maxFileSize: Int64
+    private let maxShareSize: Int64
+    private let maxAttachments: Int
+    private var parser: MultipartParser?
+    private var single: ReceivedBody.Attachment?
+    private var file: FileDescriptor?
+    private var fileBytes: Int64 = 0
+    /// The SHA-256 of the file being written.
+    private var hasher: ReceiveHasher?
+    /// Where the bytes of the file being written whose writeback was not started yet begin.
+    private var writebackFrom: Int64 = 0
+    private(set) var totalBytes: Int64 = 0
+    private var attachments: [ReceivedBody.Attachment] = []
+    private var shareJSON: [UInt8]?
+    /// Inside a part that is kept (a file), or the `share` part, or a form field that is skipped.
+    private enum PartState { case none, file, share, skipped }
+    private var partState = PartState.none
+    private var partCount = 0
+    /// The attachment and part the file being written belongs to.
+    private var current: (attachment: Int, part: Int)?
+
+    /// Most parts of one multipart body (files, the `share` part and skipped fields together).
+    static let maxParts = 1000
+    /// The largest `share` part.
+    static let maxSharePartBytes = 256 << 10
+
+    /// A receiver for a body of `kind`; `head` gives a single body's name and types.
+    init(
+        directory: ReceiveDirectory, kind: HTTPExchange.ShareBody, head: HTTPRequestHead, limits: LoaderConfiguration
+    ) throws {
+        maxFileSize = limits.maxFileSize
+        maxShareSize = limits.maxShareSize
+        maxAttachments = limits.maxAttachments
+        filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
+        switch kind {
+        case .multipart(let boundary):
+            parser = MultipartParser(boundary: boundary)
+        case .single:
+            let disposition = head["content-disposition"].map(HeaderValue.init)
+            let types = head["sharepipe-type"].map { text in
+                text.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
+            }
+            let contentType = head["content-type"].map { HeaderValue($0).value.lowercased() }
+            let part = ReceivedBody.Part(
+                path: filePrefix + "0", filename: disposition?.filename, contentType: contentType)
+            single = ReceivedBody.Attachment(
+                field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
+            try begin(part.path)
+        }
+    }
+
+    /// Writes the next bytes of the body.
+    func receive(_ bytes: UnsafeRawBufferPointer) throws(ShareError) {
+        do {
+            if parser == nil {
+                try append(bytes)
+                return
+            }
+            for event in try parser!.feed(bytes) {
+                try handle(event)
+            }
+        } catch let error as ShareError {
+            throw error
+        } catch {
+            throw ShareError(.io, "\(error)")
+        }
+    }
+
+    /// The body is complete: what it holds.
+    func finish() throws(ShareError) -> ReceivedBody {
+        if var single {
+            single.parts[0].received = try end(single.parts[0].path)
+            return ReceivedBody(attachments: [single])
+        }
+        closeFile()
+        try parser!.finish()
+        var sourceApp: String?
+        if let shareJSON {
+            let part: SharePart
+            do {
+                part = try JSONDecoder().decode(SharePart.self, from: Data(shareJSON))
+            } catch {
+                throw ShareError(.badRequest, "the share part is not the JSON object the API describes")
+            }
+            sourceApp = part.sourceApp
+            for index in attachments.indices {
+                guard let field = attachments[index].field, let given = part.attachments?[field] else { continue }
+                if let types = given.types {
+                    guard types.count == attachments[index].parts.count else {
+                        throw ShareError(.badRequest, "the share part gives \(types.count) types for a field of "
+                            + "\(attachments[index].parts.count) parts")
+                    }
+                    attachments[index].types = types
+                }
+                if let name = given.suggestedName { attachments[index].suggestedName = HeaderValue.safeFileName(name) }
+            }
+        }
+        guard !attachments.isEmpty else { throw ShareError(.badRequest, "the multipart body holds no file part") }
+        return ReceivedBody(attachments: attachments, sourceApp: sourceApp)
+    }
+
+    /// Removes what was received (after the loader adopted it, or when the request failed or was cut off).
+    func discard() {
+        closeFile()
+        for path in created { try? System.unlink(path) }
+        created = []
+    }
+
+    private func handle(_ event: MultipartParser.Event) throws {
+        switch event {
+        case .partBegin(let head):
+            partCount += 1
+            guard partCount <= Self.maxParts else {
+                throw ShareError(.badRequest, "more than \(Self.maxParts) parts")
+            }
+            if head.name == "share" && head.filename == nil {
+                guard partCount == 1 else { throw ShareError(.badRequest, "the share part must come first") }
+                partState = .share
+                shareJSON = []
+                return
+            }
+            guard head.filename != nil else {
+                // A plain form field: not a representation (only parts with a file name are).
+                partState = .skipped
+                return
+            }
+            let path = filePrefix + String(partCount)
+            let part = ReceivedBody.Part(path: path, filename: head.filename, contentType: head.contentType)
+            if let index = attachments.firstIndex(where: { $0.field == head.name }) {
+                attachments[index].parts.append(part)
+                current = (index, attachments[index].parts.count - 1)
+            } else {
+                guard attachments.count < maxAttachments else {
+                    throw ShareError(.tooManyAttachments, "more than \(maxAttachments) attachments")
+                }
+                attachments.append(ReceivedBody.Attachment(
+                    field: head.name, parts: [part], suggestedName: HeaderValue.safeFileName(head.filename)))
+                current = (attachments.count - 1, 0)
+            }
+            try begin(path)
+            partState = .file
+        case .partData(let bytes):
+            switch partState {
+            case .file:
+                try bytes.withUnsafeBytes { try append($0) }
+            case .share:
+                shareJSON?.append(contentsOf: bytes)
+                if (shareJSON?.count ?? 0) > Self.maxSharePartBytes {
+                    throw ShareError(.badRequest, "the share part is over \(Self.maxSharePartBytes) bytes")
+                }
+            case .skipped, .none:
+                break
+            }
+        case .partEnd:
+            if partState == .file, let (attachment, part) = current {
+                attachments[attachment].parts[part].received = try end(attachments[attachment].parts[part].path)
+            }
+            current = nil
+            partState = .none
+        case .end:
+            break
+        }
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if fileBytes + Int64(bytes.count) > maxFileSize {
+            throw ShareError(.tooLarge, "an attachment is over the \(maxFileSize)-byte limit")
+        }
+        if totalBytes + Int64(bytes.count) > maxShareSize {
+            throw ShareError(.shareTooLarge, "the share is over the \(maxShareSize)-byte limit")
+        }
+        try file?.writeAll(bytes)
+        try hasher?.written(bytes)
+        fileBytes += Int64(bytes.count)
+        totalBytes += Int64(bytes.count)
+        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) {
+            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
+            writebackFrom = fileBytes
+        }
+    }
+
+    /// Creates the next file and starts counting and hashing it.
+    private func begin(_ path: String) throws {
+        let opened = try Self.create(path)
+        created.append(path)
+        hasher = ReceiveHasher(descriptor: opened.rawValue)
+        file = consume opened
+        fileBytes = 0
+        writebackFrom = 0
+    }
+
+    /// The file being written is complete: what was received. A small file's writeback is left to the barrier.
+    private func end(_ path: String) throws(ShareError) -> ReceivedFile {
+        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) / 2 {
+            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
+        }
+        defer { closeFile() }
+        let sha256 = try hasher?.finalize() ?? ""
+        return ReceivedFile(path: path, bytes: fileBytes, sha256: sha256)
+    }
+
+    /// Closes the file being written, once its hasher no longer reads it.
+    private func closeFile() {
+        hasher?.waitUntilIdle()
+        hasher = nil
+        file = nil
+    }
+
+    private static func create(_ path: String) throws -> FileDescriptor {
+        // Readable too: the hasher reads large files back from the page cache.
+        try FileDescriptor.create(path, readable: true)
+    }
+}
