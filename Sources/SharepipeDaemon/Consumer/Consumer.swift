@@ -130,10 +130,10 @@ public struct Consumer: Sendable {
             do {
                 switch try dispatcher.next() {
                 case .finished:
-                    try record(&success)
+                    try record(&success, dispatcher)
                     return
                 case .wait(let duration):
-                    try record(&success)
+                    try record(&success, dispatcher)
                     await doorbell.wait(upTo: duration)
                     if Task.isCancelled { return }
                 case .claim(let claim):
@@ -142,7 +142,10 @@ public struct Consumer: Sendable {
                 }
             } catch {
                 // The completion is recorded all the same if the ledger takes it; else recovery runs the share again.
-                if let success { spool.complete(success.claim, durationMilliseconds: success.durationMilliseconds) }
+                if let success {
+                    spool.complete(success.claim, durationMilliseconds: success.durationMilliseconds)
+                    dispatcher.recorded()
+                }
                 dispatcher.fail(error)
                 return
             }
@@ -150,11 +153,12 @@ public struct Consumer: Sendable {
     }
 
     /// Records a pending success on its own and hands its completion over.
-    private func record(_ success: inout Success?) throws {
+    private func record(_ success: inout Success?, _ dispatcher: Dispatcher) throws {
         guard let pending = success else { return }
         try spool.succeed([pending.claim.shareID])
         success = nil
         spool.complete(pending.claim, durationMilliseconds: pending.durationMilliseconds)
+        dispatcher.recorded()
     }
 
     /// One attempt at one claimed share; `success` is the worker's last successful run, whose success is recorded
@@ -174,6 +178,7 @@ public struct Consumer: Sendable {
         if let previous = success {
             success = nil
             spool.complete(previous.claim, durationMilliseconds: previous.durationMilliseconds)
+            dispatcher.recorded()
         }
         if case .quarantined(let error) = start {
             dispatcher.count(\.quarantined)
@@ -198,6 +203,7 @@ public struct Consumer: Sendable {
         let duration = Int64((clock.monotonicNanoseconds() - started) / 1_000_000)
         guard let failure else {
             success = Success(claim: claim, durationMilliseconds: duration)
+            dispatcher.succeeded()
             dispatcher.count(\.processed)
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return
@@ -245,6 +251,9 @@ private final class Dispatcher: Sendable {
         var inFlight = 0
         /// The share running alone (`ShareLifecycle.runsAlone`), if one is.
         var alone: String?
+        /// Successful runs whose success is not recorded yet: to the ledger they are still running, so a share that
+        /// runs alone waits for them too.
+        var unrecorded = 0
         var refilling = false
         /// Whether the last refill found nothing claimable (everything deferred, or lost to other claimers).
         var dry = false
@@ -279,7 +288,9 @@ private final class Dispatcher: Sendable {
                 if let claim = state.claims.last {
                     // A share with a death on its record runs alone; `finished` rings when a run ends.
                     let alone = ShareLifecycle.runsAlone(claim.history)
-                    if state.alone != nil || (alone && state.inFlight > 0) { return .wait(configuration.pollInterval) }
+                    if state.alone != nil || (alone && state.inFlight + state.unrecorded > 0) {
+                        return .wait(configuration.pollInterval)
+                    }
                     state.claims.removeLast()
                     if alone { state.alone = claim.shareID }
                     state.inFlight += 1
@@ -346,6 +357,17 @@ private final class Dispatcher: Sendable {
             state.earliestDeferred = earliest
         }
         if !claims.isEmpty { doorbell.ring() }
+    }
+
+    /// A run succeeded; its success is recorded later (`recorded`).
+    func succeeded() {
+        state.withLock { $0.unrecorded += 1 }
+    }
+
+    /// A success counted by `succeeded` is recorded (or handed over to the completion as is).
+    func recorded() {
+        state.withLock { $0.unrecorded -= 1 }
+        doorbell.ring()
     }
 
     func finished(_ shareID: String) {
