@@ -4,11 +4,13 @@
 #     Benchmarks/http.sh BIN WORK VENV [--quick]
 #
 # BIN holds a release `sharepipe`, WORK is scratch space, VENV a Python venv (aiohttp is installed into it).
-#   a. 2,000 4 KiB uploads over 8 keep-alive connections (curl), until every receipt is back and the spool is
-#      drained, vs the inbox drain of the same files by the same daemon, vs an aiohttp receiver that writes and
-#      fsyncs each upload;
+#   a. 4 KiB uploads by wrk at 8 and 64 connections, sharepipe and an aiohttp receiver that writes and fsyncs each
+#      upload interleaved; the inbox drain of 2,000 such files by the same daemon;
 #   b. one 1 GiB single-body upload over loopback vs cp + sync of the same file;
-#   c. 16 concurrent 256 MiB uploads: the daemon's peak RSS, every receipt's SHA-256 checked.
+#   c. 16 concurrent 256 MiB uploads: the daemon's peak RSS, every receipt's SHA-256 checked;
+#   d. 1,000 slow-header + 1,000 slow-body connections (slowhttptest, from 127.0.0.1) while 8 clients upload 4 KiB
+#      bodies (from 127.0.0.2): failed uploads, p99, the daemon's peak RSS;
+#   e. 10,000 idle keep-alive connections (from 127.0.1.x): the daemon's RSS, and uploads still served.
 # The last lines are `HTTP KEY VALUE` pairs that run.sh turns into table rows.
 set -euo pipefail
 
@@ -17,8 +19,10 @@ QUICK=0
 [ "${4:-}" = "--quick" ] && QUICK=1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PEERS=$ROOT/Benchmarks/peers
-FILES=2000 CONNECTIONS=8 BIG_MIB=1024 MANY=16 MANY_MIB=256
-((QUICK)) && { BIG_MIB=256; MANY_MIB=64; }
+FILES=2000 BIG_MIB=1024 MANY=16 MANY_MIB=256 WRK_SECONDS=10 SLOW=1000 SLOW_SECONDS=30 IDLE=10000
+((QUICK)) && { BIG_MIB=256; MANY_MIB=64; WRK_SECONDS=4; SLOW=200; SLOW_SECONDS=25; IDLE=2000; }
+# 10,000 connections need as many descriptors in the daemon and in the client holding them.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p "$WORK"
 "$VENV/bin/python" -c 'import aiohttp' 2>/dev/null || "$VENV/bin/pip" install -q aiohttp >&2
 
@@ -45,68 +49,53 @@ start_daemon() { # DIR EXTRA...
     ADDRESS=$(grep -o 'event=http.listening listener=[^ ]*' "$dir/daemon.log" | head -n 1 | cut -d= -f3)
 }
 stop_daemon() { kill -TERM "$PID"; wait "$PID" || true; }
-# Writes CONNECTIONS curl config files, each uploading its share of SOURCE over one connection.
-curl_configs() { # SOURCE URL DIR
-    local index=0 file cfg
-    rm -f "$3"/conn-*.cfg
-    for file in "$1"/*; do
-        cfg="$3/conn-$((index % CONNECTIONS)).cfg"
-        # `next` separates transfers; one after the last would start an empty one.
-        [ -s "$cfg" ] && echo next >>"$cfg"
-        printf 'url = "%s"\ndata-binary = "@%s"\nheader = "Content-Disposition: attachment; filename=%s"\n' \
-            "$2" "$file" "${file##*/}" >>"$cfg"
-        printf 'output = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' >>"$cfg"
-        index=$((index + 1))
-    done
-}
-# Runs the CONNECTIONS curls at once and waits for all; fails when any upload was not answered 2xx.
-upload_all() { # DIR
-    local pids=() cfg
-    for cfg in "$1"/conn-*.cfg; do
-        curl -sS -K "$cfg" >"$cfg.codes" &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    [ "$(cat "$1"/conn-*.cfg.codes | grep -c '^20')" -eq "$FILES" ] || { echo "http.sh: failed uploads" >&2; return 1; }
-}
-
-echo "a. $FILES 4 KiB uploads over $CONNECTIONS keep-alive connections (processed: discard)"
+echo "a. 4 KiB uploads with wrk for ${WRK_SECONDS}s at 8 and 64 connections, sharepipe and aiohttp + fsync" \
+    "interleaved (processed: discard); the inbox drain of $FILES such files"
 dir=$WORK/http-small
-rm -rf "$dir"; mkdir -p "$dir/inbox"
-python3 "$PEERS/harness.py" make "$dir/source" "$FILES" "$ROOT/Fixtures/files"
-cp -a "$dir/source" "$dir/source-inbox"
+rm -rf "$dir"; mkdir -p "$dir/inbox" "$dir/aiohttp"
+python3 "$PEERS/harness.py" make "$dir/source-inbox" "$FILES" "$ROOT/Fixtures/files"
+head -c 4096 /dev/urandom | base64 -w0 | head -c 4096 >"$dir/body.txt"
+cat >"$dir/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "text/plain"
+local f = io.open("$dir/body.txt", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
 sync
 start_daemon "$dir"
-curl_configs "$dir/source" "http://$ADDRESS/v1/shares" "$dir"
-start=$(now)
-upload_all "$dir"
-while ! { empty "$dir/state/incoming" && empty "$dir/state/processing"; }; do sleep 0.01; done
-http_seconds=$(elapsed "$start" "$(now)")
-http_rate=$(rate "$FILES" "$http_seconds")
-# The same daemon drains the same files dropped into its inbox (one rename each). An inbox file is removed once its
-# share is published, so an empty inbox, incoming and processing mean every share is done (staging keeps the HTTP
-# server's receive directory).
-inbox_result=$(python3 "$PEERS/harness.py" drop "$dir/source-inbox" "$dir/inbox" \
-    --wait "$dir/state/incoming" --wait "$dir/state/processing")
-read -r _ inbox_seconds inbox_rate <<<"$inbox_result"
-stop_daemon
-printf '  sharepipe HTTP   %6d uploads in %7.2f s = %7.1f uploads/s\n' "$FILES" "$http_seconds" "$http_rate"
-printf '  sharepipe inbox  %6d files   in %7.2f s = %7.1f files/s\n' "$FILES" "$inbox_seconds" "$inbox_rate"
-
 port=$((30000 + RANDOM % 20000))
-mkdir -p "$dir/aiohttp"
 "$VENV/bin/python" "$PEERS/aiohttp_peer.py" "$dir/aiohttp" "$port" >/dev/null 2>"$dir/aiohttp.log" &
 peer=$!
 CHILDREN+=("$peer")
 wait_for_line "$dir/aiohttp.log" "ready"
 until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.05; done
-curl_configs "$dir/source" "http://127.0.0.1:$port/v1/shares" "$dir"
-start=$(now)
-upload_all "$dir"
-peer_seconds=$(elapsed "$start" "$(now)")
-peer_rate=$(rate "$FILES" "$peer_seconds")
+# One wrk run: prints "RATE P50_MS NON2XX".
+wrk_run() { # CONNECTIONS URL
+    local out
+    out=$(wrk -t2 -c"$1" -d"${WRK_SECONDS}s" --latency -s "$dir/post.lua" "$2")
+    awk '/Requests\/sec:/ { rate = $2 }
+        /^ +50%/ { p = $2; if (p ~ /us$/) { sub(/us$/, "", p); p /= 1000 } else if (p ~ /ms$/) { sub(/ms$/, "", p) }
+                   else if (p ~ /s$/) { sub(/s$/, "", p); p *= 1000 }; p50 = p }
+        /Non-2xx or 3xx responses:/ { bad = $5 }
+        END { printf "%s %.1f %d\n", rate, p50, bad }' <<<"$out"
+}
+for connections in 8 64; do
+    read -r sp_rate sp_p50 sp_bad <<<"$(wrk_run "$connections" "http://$ADDRESS/v1/shares")"
+    read -r peer_rate peer_p50 peer_bad <<<"$(wrk_run "$connections" "http://127.0.0.1:$port/v1/shares")"
+    printf '  %2d conns: sharepipe %8.1f uploads/s (p50 %6.1f ms, %d not 201)' \
+        "$connections" "$sp_rate" "$sp_p50" "$sp_bad"
+    printf ' | aiohttp + fsync %8.1f/s (p50 %6.1f ms)\n' "$peer_rate" "$peer_p50"
+    eval "small_$connections=$sp_rate peer_$connections=$peer_rate bad_$connections=$sp_bad"
+done
 kill -TERM "$peer"; wait "$peer" 2>/dev/null || true
-printf '  aiohttp + fsync  %6d uploads in %7.2f s = %7.1f uploads/s\n' "$FILES" "$peer_seconds" "$peer_rate"
+while ! { empty "$dir/state/incoming" && empty "$dir/state/processing"; }; do sleep 0.01; done
+# The same daemon drains the same number of 4 KiB-class files dropped into its inbox (one rename each).
+inbox_result=$(python3 "$PEERS/harness.py" drop "$dir/source-inbox" "$dir/inbox" \
+    --wait "$dir/state/incoming" --wait "$dir/state/processing")
+read -r _ inbox_seconds inbox_rate <<<"$inbox_result"
+stop_daemon
+printf '  sharepipe inbox  %6d files in %7.2f s = %7.1f files/s\n' "$FILES" "$inbox_seconds" "$inbox_rate"
 
 echo "b. one $BIG_MIB MiB single-body upload vs cp + sync"
 dir=$WORK/http-big
@@ -149,11 +138,71 @@ right=$(grep -l "\"sha256\" : \"$expected\"" "$dir"/receipt-*.json | wc -l)
 printf '  peak RSS %s MiB, %d of %d copies with the right SHA-256\n' "$peak" "$right" "$MANY"
 rm -rf "$WORK/http-big" "$WORK/http-many"
 
-echo "HTTP small $http_rate"
+echo "d. $SLOW slow-header + $SLOW slow-body connections (slowhttptest) while 8 clients upload 4 KiB for" \
+    "$((SLOW_SECONDS - 5))s (--max-connections-per-client 4096: the flood comes from one address)"
+dir=$WORK/http-slow
+rm -rf "$dir"; mkdir -p "$dir/inbox"
+start_daemon "$dir" --max-connections-per-client 4096
+slowhttptest -H -c "$SLOW" -r 200 -i 5 -l "$SLOW_SECONDS" -u "http://$ADDRESS/v1/shares" -t POST -p 3 \
+    >"$dir/slow-heads.log" 2>&1 &
+heads=$!
+slowhttptest -B -c "$SLOW" -r 200 -i 5 -s 1000000 -l "$SLOW_SECONDS" -u "http://$ADDRESS/v1/shares" -p 3 \
+    >"$dir/slow-bodies.log" 2>&1 &
+bodies=$!
+CHILDREN+=("$heads" "$bodies")
+sleep 5
+slow_result=$("$VENV/bin/python" "$PEERS/http_clients.py" upload "http://$ADDRESS/v1/shares" 127.0.0.2 8 \
+    "$((SLOW_SECONDS - 5))")
+wait "$heads" "$bodies" 2>/dev/null || true
+slow_rss=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status")
+cuts=$(grep -o 'event=http.deadline_cut connections=[0-9]*' "$dir/daemon.log" |
+    awk -F= '{ n += $3 } END { print n + 0 }')
+stop_daemon
+read -r _ slow_uploads _ slow_failed _ slow_p50 _ slow_p99 <<<"$slow_result"
+printf '  %d uploads, %d failed, p50 %.3f s, p99 %.3f s; daemon peak RSS %s MiB; %d connections cut by a deadline\n' \
+    "$slow_uploads" "$slow_failed" "$slow_p50" "$slow_p99" "$slow_rss" "$cuts"
+
+echo "e. $IDLE idle keep-alive connections held, then 8 clients upload 4 KiB for 5 s"
+dir=$WORK/http-idle
+rm -rf "$dir"; mkdir -p "$dir/inbox"
+start_daemon "$dir" --max-connections $((IDLE + 100))
+base_rss=$(awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status")
+host=${ADDRESS%:*} port=${ADDRESS##*:}
+"$VENV/bin/python" "$PEERS/http_clients.py" hold "$host" "$port" "$IDLE" 127.0.1.1 "$dir/held" "$dir/release" \
+    >"$dir/hold.out" 2>"$dir/hold.log" &
+holder=$!
+CHILDREN+=("$holder")
+for _ in $(seq 1 1200); do [ -s "$dir/held" ] && break; sleep 0.1; done
+held=$(awk '{ print $2 }' "$dir/held" 2>/dev/null || echo 0)
+idle_rss=$(awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status")
+idle_result=$("$VENV/bin/python" "$PEERS/http_clients.py" upload "http://$ADDRESS/v1/shares" 127.0.0.2 8 5)
+touch "$dir/release"
+wait "$holder" || true
+still=$(awk '{ print $2 }' "$dir/hold.out" 2>/dev/null || echo 0)
+stop_daemon
+read -r _ idle_uploads _ idle_failed _ _ _ idle_p99 <<<"$idle_result"
+printf '  %d held (%d still open after the uploads); daemon RSS %s MiB (%s MiB before);' \
+    "$held" "$still" "$idle_rss" "$base_rss"
+printf ' %d uploads, %d failed, p99 %.3f s\n' "$idle_uploads" "$idle_failed" "$idle_p99"
+rm -rf "$WORK/http-slow" "$WORK/http-idle"
+
+echo "HTTP small8 $small_8"
+echo "HTTP peer8 $peer_8"
+echo "HTTP bad8 $bad_8"
+echo "HTTP small64 $small_64"
+echo "HTTP peer64 $peer_64"
+echo "HTTP bad64 $bad_64"
 echo "HTTP inbox $inbox_rate"
-echo "HTTP aiohttp $peer_rate"
 echo "HTTP big $big_rate"
 echo "HTTP cpSync $cp_rate"
 echo "HTTP manyRSS $peak"
 echo "HTTP manyRight $right"
 echo "HTTP many $MANY"
+echo "HTTP slowFailed $slow_failed"
+echo "HTTP slowUploads $slow_uploads"
+echo "HTTP slowP99 $slow_p99"
+echo "HTTP slowRSS $slow_rss"
+echo "HTTP idleHeld $held"
+echo "HTTP idleRSS $idle_rss"
+echo "HTTP idleUploads $idle_uploads"
+echo "HTTP idleFailed $idle_failed"

@@ -513,12 +513,17 @@ row "syscalls/share: fsync+fdatasync+syncfs" "${R[sys.barriers]}" "-" "-" "<= 1.
 row "syscalls/share: openat" "${R[sys.openat]}" "-" "-" "<= 8" "$(meets "${R[sys.openat]}" 8 "<=")"
 row "syscalls/share: pwrite64" "${R[sys.pwrite64]}" "-" "-" "<= 12" "$(meets "${R[sys.pwrite64]}" 12 "<=")"
 # issue 19: HTTP ingest rows (section 10).
-r=$(ratio "${R[http.small]:-}" "${R[http.inbox]:-}")
-row "2000 x 4 KiB HTTP, 8 conns, vs inbox drain (/s)" "${R[http.small]:-}" "${R[http.inbox]:-}" "${r}x" ">= 0.8x" \
-    "$(meets "$r" 0.8 ">=")"
-r=$(ratio "${R[http.small]:-}" "${R[http.aiohttp]:-}")
-row "2000 x 4 KiB HTTP vs aiohttp + fsync (/s)" "${R[http.small]:-}" "${R[http.aiohttp]:-}" "${r}x" ">= 2x" \
+r=$(ratio "${R[http.small8]:-}" "${R[http.peer8]:-}")
+row "4 KiB HTTP (wrk), 8 conns, vs aiohttp + fsync (/s)" "${R[http.small8]:-}" "${R[http.peer8]:-}" "${r}x" ">= 2x" \
     "$(meets "$r" 2 ">=")"
+r=$(ratio "${R[http.small64]:-}" "${R[http.peer64]:-}")
+row "4 KiB HTTP (wrk), 64 conns, vs aiohttp + fsync (/s)" "${R[http.small64]:-}" "${R[http.peer64]:-}" "${r}x" \
+    ">= 2x" "$(meets "$r" 2 ">=")"
+r=$(ratio "${R[http.small64]:-}" "${R[http.inbox]:-}")
+row "4 KiB HTTP (wrk), 64 conns, vs inbox drain (/s)" "${R[http.small64]:-}" "${R[http.inbox]:-}" "${r}x" ">= 0.8x" \
+    "$(meets "$r" 0.8 ">=")"
+row "4 KiB HTTP (wrk), answers not 201 (8; 64 conns)" "${R[http.bad8]:-}; ${R[http.bad64]:-}" "-" "-" "0" \
+    "$([ "${R[http.bad8]:-x}" = 0 ] && [ "${R[http.bad64]:-x}" = 0 ] && echo yes || echo no)"
 r=$(ratio "${R[http.big]:-}" "${R[http.cpSync]:-}")
 row "1 GiB single-body upload vs cp + sync (MiB/s)" "${R[http.big]:-}" "${R[http.cpSync]:-}" "${r}x" ">= 0.8x" \
     "$(meets "$r" 0.8 ">=")"
@@ -526,3 +531,14 @@ row "16 concurrent uploads, peak RSS (MiB)" "${R[http.manyRSS]:-}" "-" "-" "<= 6
     "$(meets "${R[http.manyRSS]:-}" 64 "<=")"
 row "16 concurrent uploads, SHA-256 right" "${R[http.manyRight]:-}/${R[http.many]:-}" "-" "-" "all" \
     "$([ "${R[http.manyRight]:-0}" = "${R[http.many]:-x}" ] && echo yes || echo no)"
+row "slow flood: uploads failed (of N)" "${R[http.slowFailed]:-}/${R[http.slowUploads]:-}" "-" "-" "0" \
+    "$(meets "${R[http.slowFailed]:-1}" 0 "<=")"
+row "slow flood: upload p99 (s)" "${R[http.slowP99]:-}" "-" "-" "< 1 s" "$(meets "${R[http.slowP99]:-9}" 0.999 "<=")"
+row "slow flood: daemon peak RSS (MiB)" "${R[http.slowRSS]:-}" "-" "-" "<= 128 MiB" \
+    "$(meets "${R[http.slowRSS]:-}" 128 "<=")"
+row "idle keep-alive connections held" "${R[http.idleHeld]:-}" "-" "-" ">= 10000" \
+    "$(meets "${R[http.idleHeld]:-0}" 10000 ">=")"
+row "idle connections: daemon RSS (MiB)" "${R[http.idleRSS]:-}" "-" "-" "<= 256 MiB" \
+    "$(meets "${R[http.idleRSS]:-}" 256 "<=")"
+row "idle connections: uploads failed (of N)" "${R[http.idleFailed]:-}/${R[http.idleUploads]:-}" "-" "-" "0" \
+    "$(meets "${R[http.idleFailed]:-1}" 0 "<=")"

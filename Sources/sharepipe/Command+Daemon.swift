@@ -53,14 +53,24 @@ struct DaemonCommand: Command {
     static let tlsCert = Option("tls-cert", .path, help: "Serve HTTPS with this PEM certificate (with --tls-key).")
     static let tlsKey = Option("tls-key", .path, help: "The PEM private key of --tls-cert.")
     static let maxConnections = Option(
-        "max-connections", .positiveInteger, default: "64", help: "HTTP connections served at once.")
+        "max-connections", .positiveInteger, default: "10000", help: "HTTP connections held at once, per listener.")
+    static let maxConnectionsPerClient = Option(
+        "max-connections-per-client", .positiveInteger, default: "256",
+        help: "HTTP connections held at once from one peer address.")
+    static let headerTimeout = Option(
+        "header-timeout", .milliseconds, default: "10s",
+        help: "A request's headers must arrive within this long of its first line (ms; at least 1 s).")
+    static let minBodyRate = Option(
+        "min-body-rate", .rate, default: "1KiB/s",
+        help: "Cut off (408) a request body slower than this, measured over 20 s (0: no minimum).")
     static let connectionTimeout = Option(
         "connection-timeout", .milliseconds, default: "60000",
         help: "Close an HTTP connection idle this long (ms; at least 1 s).")
     static let uploadExpiry = Option(
         "upload-expiry", .durationSeconds, default: "24h", help: "Remove unfinished resumable uploads this old.")
     static let httpOptions: [any OptionDeclaration] = [
-        listen, tokens, tlsCert, tlsKey, maxConnections, connectionTimeout, uploadExpiry,
+        listen, tokens, tlsCert, tlsKey, maxConnections, maxConnectionsPerClient, connectionTimeout, headerTimeout,
+        minBodyRate, uploadExpiry,
     ]
 
     /// The HTTP settings; a listener beyond loopback without --tokens is a usage error.
@@ -100,7 +110,10 @@ struct DaemonCommand: Command {
             throw ValidationError(option: arguments[tlsCert] == nil ? tlsCert : tlsKey, "--tls-cert and --tls-key go together")
         }
         http.maxConnections = arguments[maxConnections]!
+        http.maxConnectionsPerClient = arguments[maxConnectionsPerClient]!
         http.connectionTimeout = .milliseconds(max(1000, arguments[connectionTimeout]!))
+        http.headerTimeout = .milliseconds(max(1000, arguments[headerTimeout]!))
+        http.minBodyRate = arguments[minBodyRate]!
         http.uploadExpiry = .seconds(arguments[uploadExpiry]!)
         return http
     }
@@ -232,6 +245,17 @@ private struct ConfigValue: Decodable {
             texts = [text]
         } else {
             texts = try container.decode([ConfigValue].self).flatMap(\.texts)
+        }
+    }
+}
+
+// --- issue 29 ---
+extension ValueParser where Value == Int64 {
+    /// Bytes per second: a size with an optional `/s`: `1KiB/s`, `512`, `0`.
+    static var rate: ValueParser<Int64> {
+        ValueParser(placeholder: "SIZE/s") { text in
+            let bare = text.lowercased().hasSuffix("/s") ? String(text.dropLast(2)) : text
+            return try ValueParser<Int64>.size.convert(bare)
         }
     }
 }

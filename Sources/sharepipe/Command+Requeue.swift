@@ -25,12 +25,7 @@ struct RequeueCommand: Command {
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
-        let text = arguments.positionals[0]
-        // Share ids are written in upper case; accept any case.
-        guard let uuid = UUID(uuidString: text) else {
-            throw ValidationError("SHARE-ID: expected a share id (a UUID), got \(text.debugDescription)")
-        }
-        shareID = uuid.uuidString
+        shareID = try ShareIDArgument.parse(arguments)
         state = ProcessorOptions.stateDirectory(arguments)
         ledger = try LedgerOptions.location(arguments)
         json = arguments[CommonOptions.json]

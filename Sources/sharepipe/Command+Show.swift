@@ -89,11 +89,7 @@ struct ShowCommand: Command {
     let json: Bool
 
     init(arguments: ParsedArguments) throws {
-        let text = arguments.positionals[0]
-        guard let uuid = UUID(uuidString: text) else {
-            throw ValidationError("SHARE-ID: expected a share id (a UUID), got \(text.debugDescription)")
-        }
-        shareID = uuid.uuidString
+        shareID = try ShareIDArgument.parse(arguments)
         state = ProcessorOptions.stateDirectory(arguments)
         ledger = try LedgerOptions.location(arguments)
         names = arguments[Self.logNames]

@@ -193,67 +193,99 @@ private struct TagLookup: Encodable {
 private let conformingTo = Option(
     "conforming-to", .string(placeholder: "TYPE"), help: "Consider only types that conform to TYPE.")
 
-/// `sharepipe types for-extension EXT`: the type for a filename extension.
-struct TypesForExtensionCommand: Command {
-    static let name = "for-extension"
-    static let abstract = "Print the type identifier for a filename extension."
-    static let options: [any OptionDeclaration] = [CommonOptions.json, CommonOptions.types, conformingTo]
-    static let positionals = [Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")]
+/// A kind of tag that `types for-…` looks a type up by.
+enum TypeTagKind: Sendable {
+    case filenameExtension, mimeType
 
-    let tag: String
-    let supertype: String?
-    let json: Bool
-    let registry: TypeRegistry
+    var command: String {
+        switch self {
+        case .filenameExtension: "for-extension"
+        case .mimeType: "for-mime"
+        }
+    }
+
+    var abstract: String {
+        "Print the type identifier for a " + (self == .filenameExtension ? "filename extension." : "MIME type.")
+    }
+
+    var positional: Positional {
+        switch self {
+        case .filenameExtension: Positional("EXT", help: "A filename extension, with or without the dot: jpg, .pdf.")
+        case .mimeType: Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")
+        }
+    }
+
+    /// The tag's key in the JSON output.
+    var jsonKey: String { self == .filenameExtension ? "extension" : "mimeType" }
+
+    /// The tag as given on the command line, checked and in the registry's form; a usage error otherwise.
+    func tag(_ text: String) throws -> String {
+        switch self {
+        case .filenameExtension:
+            let tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
+            guard !tag.isEmpty else {
+                throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
+            }
+            return tag
+        case .mimeType:
+            guard text.contains("/") else {
+                throw ValidationError("MIME: expected a MIME type such as image/png, got \(text.debugDescription)")
+            }
+            return text
+        }
+    }
+
+    /// The type the registry maps `tag` to, among those conforming to `supertype` when given.
+    func type(for tag: String, in registry: TypeRegistry, conformingTo supertype: String?) -> String {
+        switch self {
+        case .filenameExtension: registry.type(forFilenameExtension: tag, conformingTo: supertype)
+        case .mimeType: registry.type(forMIMEType: tag, conformingTo: supertype)
+        }
+    }
+}
+
+/// `sharepipe types for-extension EXT` and `sharepipe types for-mime MIME`: the type for a tag, one command over
+/// the kind of tag.
+protocol TypesForTagCommand: Command {
+    static var kind: TypeTagKind { get }
+    init(tag: String, supertype: String?, json: Bool, registry: TypeRegistry)
+    var tag: String { get }
+    var supertype: String? { get }
+    var json: Bool { get }
+    var registry: TypeRegistry { get }
+}
+
+extension TypesForTagCommand {
+    static var name: String { kind.command }
+    static var abstract: String { kind.abstract }
+    static var options: [any OptionDeclaration] { [CommonOptions.json, CommonOptions.types, conformingTo] }
+    static var positionals: [Positional] { [kind.positional] }
 
     init(arguments: ParsedArguments) throws {
-        let text = arguments.positionals[0]
-        tag = text.hasPrefix(".") ? String(text.dropFirst()) : text
-        guard !tag.isEmpty else {
-            throw ValidationError("EXT: expected a filename extension, got \(text.debugDescription)")
-        }
-        supertype = arguments[conformingTo]
-        json = arguments[CommonOptions.json]
-        registry = try loadTypeRegistry(arguments)
+        self.init(
+            tag: try Self.kind.tag(arguments.positionals[0]), supertype: arguments[conformingTo],
+            json: arguments[CommonOptions.json], registry: try loadTypeRegistry(arguments))
     }
 
     func run() throws -> ExitCode {
-        let identifier = registry.type(forFilenameExtension: tag, conformingTo: supertype)
+        let identifier = Self.kind.type(for: tag, in: registry, conformingTo: supertype)
         let lookup = TagLookup(
-            tagKey: "extension", tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
+            tagKey: Self.kind.jsonKey, tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
         try json ? Output.printJSON(lookup) : Output.line(identifier)
         return .success
     }
 }
 
+/// `sharepipe types for-extension EXT`: the type for a filename extension.
+struct TypesForExtensionCommand: TypesForTagCommand {
+    static let kind = TypeTagKind.filenameExtension
+    let tag: String, supertype: String?, json: Bool, registry: TypeRegistry
+}
+
 /// `sharepipe types for-mime MIME`: the type for a MIME type.
-struct TypesForMIMECommand: Command {
-    static let name = "for-mime"
-    static let abstract = "Print the type identifier for a MIME type."
-    static let options: [any OptionDeclaration] = [CommonOptions.json, CommonOptions.types, conformingTo]
-    static let positionals = [Positional("MIME", help: "A MIME type such as image/png; parameters are ignored.")]
-
-    let tag: String
-    let supertype: String?
-    let json: Bool
-    let registry: TypeRegistry
-
-    init(arguments: ParsedArguments) throws {
-        tag = arguments.positionals[0]
-        guard tag.contains("/") else {
-            throw ValidationError("MIME: expected a MIME type such as image/png, got \(tag.debugDescription)")
-        }
-        supertype = arguments[conformingTo]
-        json = arguments[CommonOptions.json]
-        registry = try loadTypeRegistry(arguments)
-    }
-
-    func run() throws -> ExitCode {
-        let identifier = registry.type(forMIMEType: tag, conformingTo: supertype)
-        let lookup = TagLookup(
-            tagKey: "mimeType", tag: tag, identifier: identifier, dynamic: registry.isDynamic(identifier))
-        try json ? Output.printJSON(lookup) : Output.line(identifier)
-        return .success
-    }
+struct TypesForMIMECommand: TypesForTagCommand {
+    static let kind = TypeTagKind.mimeType
+    let tag: String, supertype: String?, json: Bool, registry: TypeRegistry
 }
 
 /// `sharepipe types sniff FILE`: what libmagic says the content is, and the type that maps to.

@@ -71,7 +71,7 @@ public struct Consumer: Sendable {
         System.raiseDescriptorLimit()
         let dispatcher = Dispatcher(
             spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty)
-        let threads = (0..<max(1, configuration.workers)).map { WorkerThread(name: "sp-consumer-\($0)") }
+        let threads = (0..<max(1, configuration.workers)).map { Lane(name: "sp-consumer-\($0)") }
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
         // Unstructured so that cancelling the caller does not cancel in-flight work at once: it first stops the
@@ -94,7 +94,7 @@ public struct Consumer: Sendable {
         return try dispatcher.result()
     }
 
-    private func runPool(_ dispatcher: Dispatcher, threads: [WorkerThread]) async {
+    private func runPool(_ dispatcher: Dispatcher, threads: [Lane]) async {
         let deadline = configuration.shutdownDeadline
         let clock = configuration.clock
         await withTaskGroup(of: Bool.self) { group in

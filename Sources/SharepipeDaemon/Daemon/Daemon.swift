@@ -86,7 +86,7 @@ package struct Daemon: Sendable {
         // `incoming` only every few seconds.
         spool.onPublish { consumer.wake() }
         let live = LiveSettings(loader: configuration.loader)
-        let threads = (0..<Self.ingestThreads).map { WorkerThread(name: "sp-ingest-\($0)") }
+        let threads = (0..<Self.ingestThreads).map { Lane(name: "sp-ingest-\($0)") }
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
         let context = Context(
@@ -118,10 +118,10 @@ package struct Daemon: Sendable {
         let processor: ReloadableProcessor
         let live: LiveSettings
         let queue: IngestQueue
-        let threads: [WorkerThread]
+        let threads: [Lane]
 
         /// The thread for the n-th ingest task.
-        func thread(_ index: Int) -> WorkerThread { threads[index % threads.count] }
+        func thread(_ index: Int) -> Lane { threads[index % threads.count] }
     }
 
     private func ingester(_ context: Context) -> InboxIngester {
@@ -197,66 +197,39 @@ package struct Daemon: Sendable {
             notifier.send("READY=1", "STATUS=watching")
             logger.info("daemon.ready", ready)
         }
-        let stopped = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await ingestLoop(candidates, context)
-                return false
-            }
-            // The loops that do blocking file-system and ledger work run on the daemon's own threads, never on the
-            // cooperative pool.
-            group.addTask(executorPreference: context.thread(1)) {
-                try await retryLoop(context)
-                return false
-            }
-            group.addTask(executorPreference: context.thread(2)) {
-                try await consumeLoop(context)
-                return false
-            }
-            group.addTask(executorPreference: context.thread(3)) {
-                try await statusLoop(context)
-                return false
-            }
-            group.addTask(executorPreference: context.thread(3)) {
-                try await sweepLoop(context)
-                return false
-            }
-            if let server {
-                group.addTask {
-                    try await server.run()
-                    return false
-                }
-            }
-            if let keeper = LeaseKeeper(spool: context.spool, consumer: context.consumer, logger: logger) {
-                group.addTask(executorPreference: context.thread(0)) {
-                    try await keeper.run()
-                    return false
-                }
-            }
-            if let interval = notifier.watchdogInterval {
-                group.addTask {
-                    while !Task.isCancelled {
-                        notifier.send("WATCHDOG=1")
-                        try await Task.sleep(for: interval)
-                    }
-                    return false
-                }
-            }
-            group.addTask {
-                for await number in signals {
-                    if number == Signal.hangUp {
-                        reloadConfiguration(context)
-                    } else {
-                        logger.info("daemon.stopping", [("signal", .int(Int64(number)))])
-                        return true
-                    }
-                }
-                return true
-            }
-            defer { group.cancelAll() }
-            // The first part to end decides: a signal stops everything; a watcher failure is an error.
-            let first = try await group.next() ?? true
-            return first
+        // The loops that do blocking file-system and ledger work run on the daemon's own threads, never on the
+        // cooperative pool. The first to end decides: a signal stops everything; a watcher failure is an error.
+        var services = ServiceGroup()
+        services.add("ingest") { try await ingestLoop(candidates, context) }
+        services.add("retry", on: context.thread(1)) { try await retryLoop(context) }
+        services.add("consume", on: context.thread(2)) { try await consumeLoop(context) }
+        services.add("status", on: context.thread(3)) { try await statusLoop(context) }
+        services.add("sweep", on: context.thread(3)) { try await sweepLoop(context) }
+        if let server {
+            services.add("http") { try await server.run() }
         }
+        if let keeper = LeaseKeeper(spool: context.spool, consumer: context.consumer, logger: logger) {
+            services.add("lease", on: context.thread(0), keeper)
+        }
+        if let interval = notifier.watchdogInterval {
+            services.add("watchdog") {
+                while !Task.isCancelled {
+                    notifier.send("WATCHDOG=1")
+                    try await Task.sleep(for: interval)
+                }
+            }
+        }
+        services.add("signals") {
+            for await number in signals {
+                if number == Signal.hangUp {
+                    reloadConfiguration(context)
+                } else {
+                    logger.info("daemon.stopping", [("signal", .int(Int64(number)))])
+                    return
+                }
+            }
+        }
+        let stopped = try await services.run() == "signals"
         notifier.send("STOPPING=1")
         try? await refresh(context)
         context.spool.recycler.removeKept()

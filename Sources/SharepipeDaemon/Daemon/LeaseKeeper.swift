@@ -47,3 +47,5 @@ struct LeaseKeeper: Sendable {
         }
     }
 }
+
+extension LeaseKeeper: Service {}

@@ -10,8 +10,14 @@ package struct HTTPConfiguration: Sendable {
     package var tokens: HTTPTokens?
     /// `--tls-cert` and `--tls-key`, PEM text.
     package var tls: (certificate: String, key: String)?
-    /// `--max-connections`: connections served at once, over all listeners.
-    package var maxConnections = 64
+    /// `--max-connections`: connections held at once, per listener.
+    package var maxConnections = 10000
+    /// `--max-connections-per-client`: connections held at once from one peer address.
+    package var maxConnectionsPerClient = 256
+    /// `--header-timeout`: a request's head must be complete this long after its first line.
+    package var headerTimeout: Duration = .seconds(10)
+    /// `--min-body-rate`: bytes per second a body must keep up over each 20 s (0: no minimum).
+    package var minBodyRate: Int64 = 1024
     /// `--connection-timeout`: a connection idle (nothing received, nothing sendable) this long is closed.
     package var connectionTimeout: Duration = .seconds(60)
     /// `--upload-expiry`: a tus upload not finished this long after its creation is removed.

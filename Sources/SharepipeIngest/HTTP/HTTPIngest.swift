@@ -8,8 +8,8 @@ struct HTTPIngest: Sendable {
     let activation: ShareActivation?
 
     /// Providers for a received body: per attachment its parts as representations, in fidelity order. A multipart
-    /// part declares one type (from the `share` part, else its MIME type or name); a single body declares what its
-    /// headers say, or what an inbox drop of that name and content would.
+    /// part is one representation and declares one type (from the `share` part, else its MIME type or name); a
+    /// single body declares what its headers say, or what an inbox drop of that name and content would.
     func providers(_ body: ReceivedBody) -> [ReceivedItemProvider] {
         let registry = loader.registry
         return body.attachments.map { attachment in
@@ -27,8 +27,12 @@ struct HTTPIngest: Sendable {
                     explicit: explicit, mimeType: part.contentType,
                     suggestedName: HeaderValue.safeFileName(part.filename), path: part.path, registry: registry)
                 sniffed = sniffed ?? head
-                for type in single ? types : Array(types.prefix(1))
-                where !representations.contains(where: { $0.type == type }) {
+                if single {
+                    for type in types where !representations.contains(where: { $0.type == type }) {
+                        representations.append(.init(type: type, path: part.path, received: part.received))
+                    }
+                } else if let type = types.first {
+                    // Every part is a representation, also a second one of the same type: its fallback.
                     representations.append(.init(type: type, path: part.path, received: part.received))
                 }
             }
@@ -39,19 +43,15 @@ struct HTTPIngest: Sendable {
 
     /// Checks the activation rule, then loads and publishes; the receipt is returned once the share is durable.
     func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?) async -> ShareReceipt {
-        if let activation {
-            let decision = activation(providers.map(\.registeredTypeIdentifiers))
-            if !decision.activated {
-                let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
-                let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
-                let attachments = providers.enumerated().map { index, provider in
-                    AttachmentRecord(
-                        index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
-                        suggestedName: provider.suggestedName, error: info)
-                }
-                return ShareReceipt(
-                    shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
+        if let error = activationRefusal(activation, declaredBy: providers) {
+            let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
+            let attachments = providers.enumerated().map { index, provider in
+                AttachmentRecord(
+                    index: index, status: .failed, declaredTypes: provider.registeredTypeIdentifiers,
+                    suggestedName: provider.suggestedName, error: info)
             }
+            return ShareReceipt(
+                shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info)
         }
         return await loader.load(providers, sourceApp: sourceApp)
     }

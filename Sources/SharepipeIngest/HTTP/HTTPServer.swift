@@ -13,12 +13,16 @@ package struct HTTPUsageError: Error, Sendable {
 /// `daemon --listen`: shares over HTTP/1.1, served by libmicrohttpd.
 ///
 /// One libmicrohttpd daemon per listening socket, each with a small fixed pool of threads that multiplex every
-/// connection with epoll, so a slow client costs a connection slot (`--max-connections`) and at most one read
-/// buffer, never a thread; a connection idle past `--connection-timeout` is closed. Bodies are written to files as
-/// they arrive (nothing is buffered whole). When a request needs work that waits (loading and publishing a
-/// share, fsyncing a tus upload, reading the ledger) its connection is suspended and the work runs on the
-/// server's own threads; the connection is resumed with the answer. The protocol decisions are the pure
-/// `HTTPExchange`, `MultipartParser` and `TusProtocol`; this type only moves bytes and performs their actions.
+/// connection with epoll, so a slow client costs a connection slot (`--max-connections`, at most
+/// `--max-connections-per-client` from one address) and at most one read buffer, never a thread. Every connection
+/// is an `HTTPConnection` state machine: its deadlines (`--connection-timeout` with no request begun,
+/// `--header-timeout`, `--min-body-rate`) are checked every second by the sweeper and on each piece of a body, and
+/// a connection past one is shut down. Bodies are written to files as they arrive (nothing is buffered whole).
+/// When a request needs work that waits (admitting a share: idempotency and capacity, which read the ledger;
+/// loading and publishing it; fsyncing a tus upload) its connection is suspended and the work runs on the server's
+/// own threads, many shares at once, published in the spool's shared batches; the connection is resumed with the
+/// answer. The protocol decisions are the pure `HTTPConnection`, `HTTPExchange`, `MultipartParser` and
+/// `TusProtocol`; this type only moves bytes and performs their actions.
 package final class HTTPServer: Sendable {
     /// The body of `GET /v1/shares/ID` (the `show --json` report) and the share's `sourceApp`; ERR_NOT_FOUND when
     /// neither the ledger nor the spool knows the share.
@@ -50,22 +54,28 @@ package final class HTTPServer: Sendable {
     let busyUploads = Mutex<Set<String>>([])
     /// Idempotency keys whose first request is in progress.
     let busyKeys = Mutex<Set<String>>([])
+    /// Every open connection, by its state machine's holder; the sweeper's timer ticks go through it.
+    let connections = Mutex<[ObjectIdentifier: ConnectionContext]>([:])
+    /// The deadlines of every connection.
+    let connectionLimits: HTTPConnection.Limits
     private let work: AsyncStream<Job>
     private let submit: AsyncStream<Job>.Continuation
-    private let threads: [WorkerThread]
+    private let threads: [Lane]
 
     /// Work for the server's threads: the request, and what to do for it.
     struct Job: Sendable {
         let request: RequestContext
-        let task: @Sendable () async -> HTTPResponse
+        /// The answer, or nil when an admitted request goes on to read its body.
+        let task: @Sendable () async -> HTTPResponse?
     }
 
     /// How long an idempotency key is remembered.
     static let idempotencyWindow: Duration = .seconds(24 * 3600)
-    /// libmicrohttpd's memory per connection, the most one connection holds; it reads a body up to half of it at a
-    /// time. 512 KiB (256 KiB reads) receives a large body with a quarter of the calls of 128 KiB (64 KiB reads),
-    /// and costs 16 concurrent uploads 6 MiB more (measured: 55 MiB peak for 16 × 256 MiB).
-    static let connectionBuffer = 512 << 10
+    /// libmicrohttpd's memory per connection, the most one connection holds (its head must fit; it reads a body
+    /// into what is left). libmicrohttpd zeroes the whole of it after each request, so a kept-alive connection
+    /// holds all of it resident: 16 KiB keeps 10,000 idle connections near 180 MiB (512 KiB made 1,000 cost
+    /// 500 MiB), for more and smaller reads of a large body.
+    static let connectionBuffer = 16 << 10
 
     /// Binds every listener (or takes the sockets systemd passed) and prepares the stores; nothing is served until
     /// `run()`. A listener beyond loopback and unix sockets without `--tokens` is an `HTTPUsageError`.
@@ -109,8 +119,15 @@ package final class HTTPServer: Sendable {
             throw error
         }
         self.listeners = listeners
+        func nanoseconds(_ duration: Duration) -> UInt64 {
+            let (seconds, attoseconds) = duration.components
+            return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        }
+        connectionLimits = HTTPConnection.Limits(
+            idleTimeout: nanoseconds(configuration.connectionTimeout),
+            headerTimeout: nanoseconds(configuration.headerTimeout), minBodyRate: configuration.minBodyRate)
         (work, submit) = AsyncStream.makeStream(of: Job.self)
-        threads = (0..<2).map { WorkerThread(name: "sp-http-\($0)") }
+        threads = (0..<2).map { Lane(name: "sp-http-\($0)") }
     }
 
     /// Serves until cancelled; then stops accepting, finishes the requests in progress and closes the listeners.
@@ -133,6 +150,7 @@ package final class HTTPServer: Sendable {
         }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.expireLoop() }
+            group.addTask { await self.sweepLoop() }
             await withTaskCancellationHandler {
                 var started = 0
                 for await job in work {
@@ -150,9 +168,8 @@ package final class HTTPServer: Sendable {
         for daemon in daemons { daemon.quiesce() }
     }
 
-    /// Hands work to the server's threads and suspends the request's connection until it is done.
-    func enqueue(_ request: RequestContext, _ task: @escaping @Sendable () async -> HTTPResponse) {
-        request.suspend()
+    /// Hands work to the server's threads (the request's connection is suspended until it is done).
+    func enqueue(_ request: RequestContext, _ task: @escaping @Sendable () async -> HTTPResponse?) {
         if case .terminated = submit.yield(Job(request: request, task: task)) {
             request.complete(.error(ShareError(.spoolFull, "the daemon is stopping")))
         }
@@ -179,6 +196,27 @@ package final class HTTPServer: Sendable {
             }
             try? idempotency.expire(maxAge: Self.idempotencyWindow)
             try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Every second: each connection's deadlines. One past its deadline is shut down here, under the table's lock,
+    /// which libmicrohttpd's close notification takes before it closes the descriptor (so a descriptor number is
+    /// never shut down after it was reused); libmicrohttpd then sees the end and closes the connection, and the
+    /// request in progress is given up (what it received removed).
+    private func sweepLoop() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let now = System.monotonicNanoseconds()
+            var cut = 0
+            connections.withLock { open in
+                for connection in open.values {
+                    for case .close(let status) in connection.handle(.timer(at: now)) {
+                        connection.cut(status: status)
+                        cut += 1
+                    }
+                }
+            }
+            if cut > 0 { logger.info("http.deadline_cut", [("connections", .int(Int64(cut)))]) }
         }
     }
 
@@ -231,9 +269,9 @@ package final class HTTPServer: Sendable {
             let pointer = context.toOpaque()
             return sharepipe_mhd_start(
                 flags, listener.fd, UInt32(server.configuration.threads),
-                UInt32(max(1, server.configuration.maxConnections)), UInt32(max(0, timeout)),
-                HTTPServer.connectionBuffer,
-                key, certificate,
+                UInt32(max(1, server.configuration.maxConnections)),
+                UInt32(max(1, server.configuration.maxConnectionsPerClient)), UInt32(max(0, timeout)),
+                HTTPServer.connectionBuffer, key, certificate,
                 { cls, connection, url, method, _, data, size, slot in
                     guard let cls, let connection, let url, let method, let size, let slot else { return .NO }
                     let listener = Unmanaged<ListenerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -248,7 +286,22 @@ package final class HTTPServer: Sendable {
                     let request = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
                     request.ended(cleanly: termination == .REQUEST_TERMINATED_COMPLETED_OK)
                 },
-                nil)
+                { cls, connection, socketContext, event in
+                    guard let cls, let connection, let socketContext else { return }
+                    let listener = Unmanaged<ListenerContext>.fromOpaque(cls).takeUnretainedValue()
+                    listener.server.connectionEvent(
+                        connection, slot: socketContext, opened: event == .CONNECTION_NOTIFY_STARTED,
+                        tls: listener.server.configuration.tls != nil)
+                },
+                { _, _, connection in
+                    // The request line arrived: the head's deadline starts. (The answer is the request's slot,
+                    // left empty until the head is complete.)
+                    guard let connection, let raw = sharepipe_mhd_socket_context(connection) else { return nil }
+                    let context = Unmanaged<ConnectionContext>.fromOpaque(raw).takeUnretainedValue()
+                    _ = context.handle(.requestBegun(at: System.monotonicNanoseconds()))
+                    return nil
+                },
+                pointer)
         }
 
         /// Stops accepting new connections (those in progress go on).
@@ -277,6 +330,62 @@ package final class HTTPServer: Sendable {
     }
 }
 
+// MARK: - Connections
+
+/// One connection: its state machine, and its descriptor for a deadline's cut. The state machine is driven from
+/// libmicrohttpd's thread of the connection, from the server's threads (work finished) and from the sweeper.
+final class ConnectionContext: Sendable {
+    let fd: Int32
+    let tls: Bool
+    private let machine: Mutex<HTTPConnection>
+
+    init(fd: Int32, tls: Bool, limits: HTTPConnection.Limits) {
+        self.fd = fd
+        self.tls = tls
+        machine = Mutex(HTTPConnection(limits: limits, openedAt: System.monotonicNanoseconds()))
+    }
+
+    func handle(_ event: HTTPConnection.Event) -> [HTTPConnection.Action] {
+        machine.withLock { $0.handle(event) }
+    }
+
+    /// Ends the connection past a deadline: on a plain connection the client is told first (a 408 is written if
+    /// the socket takes it at once; nothing else is being written while a head or body is read), then the socket
+    /// is shut down and libmicrohttpd closes the connection when it sees the end. A TLS connection is shut down
+    /// without the answer (its session belongs to libmicrohttpd's thread).
+    func cut(status: Int?) {
+        if let status, !tls {
+            let body = HTTPResponse.error(ShareError(.timeout, "the request was too slow"), status: status)
+            var text = "HTTP/1.1 \(status) Request Timeout\r\nConnection: close\r\n"
+            for (name, value) in body.headers { text += "\(name): \(value)\r\n" }
+            text += "Content-Length: \(body.body.count)\r\n\r\n"
+            System.sendNow(fd, Array(text.utf8) + body.body)
+        }
+        System.shutdownSocket(fd)
+    }
+}
+
+extension HTTPServer {
+    /// libmicrohttpd opened or closed a connection: its state machine is made or given up. The close is told before
+    /// the descriptor is closed; the table's lock orders it after any cut in progress.
+    fileprivate func connectionEvent(
+        _ connection: OpaquePointer, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, opened: Bool, tls: Bool
+    ) {
+        if opened {
+            let context = ConnectionContext(
+                fd: sharepipe_mhd_connection_fd(connection), tls: tls, limits: connectionLimits)
+            slot.pointee = Unmanaged.passRetained(context).toOpaque()
+            connections.withLock { $0[ObjectIdentifier(context)] = context }
+            return
+        }
+        guard let raw = slot.pointee else { return }
+        slot.pointee = nil
+        let context = Unmanaged<ConnectionContext>.fromOpaque(raw).takeRetainedValue()
+        connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(context)) }
+        _ = context.handle(.closed)
+    }
+}
+
 // MARK: - Requests
 
 extension HTTPServer {
@@ -288,8 +397,11 @@ extension HTTPServer {
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = slot.pointee else {
+            guard let socketContext = sharepipe_mhd_socket_context(connection) else { return .NO }
+            let context = Unmanaged<ConnectionContext>.fromOpaque(socketContext).takeUnretainedValue()
             let head = HTTPRequestHead(method: method, path: url, headers: Self.headers(of: connection))
-            let request = RequestContext(server: self, connection: connection, listener: listener.name, head: head)
+            let request = RequestContext(
+                server: self, connection: connection, context: context, listener: listener.name, head: head)
             slot.pointee = Unmanaged.passRetained(request).toOpaque()
             return request.begin()
         }
@@ -299,7 +411,7 @@ extension HTTPServer {
             size.pointee = 0
             return request.body(UnsafeRawBufferPointer(start: data, count: count))
         }
-        return request.bodyEnded()
+        return request.called()
     }
 
     private static func headers(of connection: OpaquePointer) -> [String: String] {
@@ -325,15 +437,22 @@ extension HTTPServer {
 }
 
 /// One request on one connection. libmicrohttpd calls a connection's callbacks one at a time; the fields below
-/// `state` are touched only from those callbacks. The answer of suspended work crosses threads through `answer`.
+/// `phase` are touched only from those callbacks. The answer of suspended work crosses threads through `answer`.
+/// The connection's `HTTPConnection` decides when to suspend, start work, resume, respond or cut; this type
+/// performs that.
 final class RequestContext: @unchecked Sendable {
     private enum Phase {
         /// An answer is ready to queue at the next callback.
         case answer(HTTPResponse)
         /// Work to start when the (empty) body ends.
         case work(@Sendable () async -> HTTPResponse)
+        /// Suspended while `check` admits the request off the I/O thread (nil: admitted; else the answer); then its
+        /// body is read as `receive` says.
+        case admitting(check: @Sendable () -> HTTPResponse?, receive: () -> Phase)
         /// Receiving a share's body.
         case share(ShareBodyReceiver)
+        /// A share's body received whole, to ingest.
+        case received(ShareBodyReceiver, ReceivedBody)
         /// Receiving a PATCH (or a creation's) body into a tus upload.
         case tus(TusReceiver)
         /// Suspended while work runs.
@@ -344,6 +463,7 @@ final class RequestContext: @unchecked Sendable {
 
     private let server: HTTPServer
     private let connection: OpaquePointer
+    private let context: ConnectionContext
     let listener: String
     let head: HTTPRequestHead
     private let started = System.monotonicNanoseconds()
@@ -361,9 +481,13 @@ final class RequestContext: @unchecked Sendable {
     private var releases: [@Sendable () -> Void] = []
     private let answer = Mutex<HTTPResponse?>(nil)
 
-    init(server: HTTPServer, connection: OpaquePointer, listener: String, head: HTTPRequestHead) {
+    init(
+        server: HTTPServer, connection: OpaquePointer, context: ConnectionContext, listener: String,
+        head: HTTPRequestHead
+    ) {
         self.server = server
         self.connection = connection
+        self.context = context
         self.listener = listener
         self.head = head
     }
@@ -377,15 +501,73 @@ final class RequestContext: @unchecked Sendable {
             self.sourceApp = sourceApp
             phase = phase(for: route, body: body)
         }
-        // An answer decided before a body that is on its way goes out now, and the body is not read (the connection
-        // then closes); a request without a body is answered after its end, keeping the connection alive.
+        return perform(context.handle(.head(at: System.monotonicNanoseconds(), next: next())))
+    }
+
+    /// How the request goes on from its phase: an answer decided before a body that is on its way goes out now,
+    /// and the body is not read (the connection then closes); a request without a body is answered after its end,
+    /// keeping the connection alive.
+    private func next() -> HTTPConnection.Next {
         let hasBody = head.contentLength.map { $0 > 0 } ?? (head["transfer-encoding"] != nil)
-        if hasBody, case .answer(let response) = phase { return queue(response) }
-        return .YES
+        switch phase {
+        case .answer: return hasBody ? .answer : .receive
+        case .admitting: return .admit
+        default: return .receive
+        }
+    }
+
+    /// Performs the connection's actions; `.NO` closes the connection.
+    private func perform(_ actions: [HTTPConnection.Action]) -> MHD_Result {
+        var result = MHD_Result.YES
+        for action in actions {
+            switch action {
+            case .respond:
+                if case .answer(let response) = phase {
+                    result = queue(response)
+                } else if let response = answer.withLock({ $0 }) {
+                    result = queue(response)
+                }
+            case .suspend:
+                MHD_suspend_connection(connection)
+            case .startWork:
+                start()
+            case .resume:
+                MHD_resume_connection(connection)
+            case .close(let status):
+                context.cut(status: status)
+                result = .NO
+            }
+        }
+        return result
+    }
+
+    /// Hands the phase's work to the server's threads.
+    private func start() {
+        switch phase {
+        case .admitting(let check, _):
+            server.enqueue(self) { check() }
+        case .work(let task):
+            phase = .waiting
+            server.enqueue(self, task)
+        case .received(let receiver, let body):
+            phase = .waiting
+            server.enqueue(self, ingest(receiver, body))
+        case .tus(let receiver):
+            phase = .waiting
+            server.enqueue(self) { [self] in
+                let response = await receiver.finish()
+                if let shareID = receiver.shareID { self.noteShare(shareID) }
+                return response
+            }
+        default:
+            break
+        }
     }
 
     func body(_ bytes: UnsafeRawBufferPointer) -> MHD_Result {
         bodyBytes += Int64(bytes.count)
+        let actions = context.handle(.bodyChunk(bytes: bytes.count, at: System.monotonicNanoseconds()))
+        if !actions.isEmpty { return perform(actions) }
         do {
             switch phase {
             case .share(let receiver):
@@ -403,86 +585,86 @@ final class RequestContext: @unchecked Sendable {
         return .YES
     }
 
-    func bodyEnded() -> MHD_Result {
+    /// Called with no body: after a resume, or at the end of the body.
+    func called() -> MHD_Result {
         switch phase {
-        case .answer(let response):
-            return queue(response)
-        case .work(let task):
-            phase = .waiting
-            server.enqueue(self, task)
-            return .YES
+        case .admitting(_, let receive):
+            // Resumed after the admission: its refusal (or replay) goes out now, before the body; else the body.
+            if let response = answer.withLock({ $0 }) {
+                answer.withLock { $0 = nil }
+                phase = .answer(response)
+                return perform(context.handle(.resumed(at: System.monotonicNanoseconds(), next: .answer)))
+            }
+            phase = receive()
+            return perform(context.handle(.resumed(at: System.monotonicNanoseconds(), next: next())))
+        case .waiting:
+            guard answer.withLock({ $0 }) != nil else { return .YES }
+            return perform(context.handle(.resumed(at: System.monotonicNanoseconds(), next: .answer)))
+        case .answer:
+            return perform(context.handle(.bodyEnd(work: false)))
+        case .work, .tus:
+            return perform(context.handle(.bodyEnd(work: true)))
         case .share(let receiver):
-            let body: ReceivedBody
             do {
-                body = try receiver.finish()
+                phase = .received(receiver, try receiver.finish())
             } catch {
                 _ = refuse(error)
-                return bodyEnded()
+                return perform(context.handle(.bodyEnd(work: false)))
             }
-            let ingest = HTTPIngest(
-                loader: ShareLoader(spool: server.spool, registry: server.registry,
-                configuration: server.loaderConfiguration()),
-                activation: server.activation)
-            let sourceApp = sourceApp ?? body.sourceApp
-            let key = head["idempotency-key"]
-            let scope = self.sourceApp ?? ""
-            let server = server
-            phase = .waiting
-            let task: @Sendable () async -> HTTPResponse = { [self] in
-                let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp)
-                receiver.discard()
-                self.noteShare(receipt.shareId)
-                let response = HTTPIngest.response(for: receipt)
-                if let key, [201, 422].contains(response.status) {
-                    let stored = StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
-                    do {
-                        try server.idempotency.store(stored, scope: scope, key: key)
-                    } catch {
-                        server.logger.warning("http.idempotency_store_failed", [
-                            ("share", .string(receipt.shareId)), ("message", .string("\(error)")),
-                        ])
-                    }
-                }
-                return response
-            }
-            server.enqueue(self, task)
-            return .YES
-        case .tus(let receiver):
-            phase = .waiting
-            server.enqueue(self) { [self] in
-                let response = await receiver.finish()
-                if let shareID = receiver.shareID { self.noteShare(shareID) }
-                return response
-            }
-            return .YES
-        case .waiting:
-            guard let response = answer.withLock({ $0 }) else { return .YES }
-            return queue(response)
-        case .answered:
+            return perform(context.handle(.bodyEnd(work: true)))
+        case .received, .answered:
             return .YES
         }
     }
 
-    /// Suspends the connection while work runs (called from the connection's callback).
-    func suspend() {
-        MHD_suspend_connection(connection)
+    /// The work of a received share: loaded and published off the I/O thread, its receipt stored under its
+    /// idempotency key.
+    private func ingest(_ receiver: ShareBodyReceiver, _ body: ReceivedBody) -> @Sendable () async -> HTTPResponse {
+        let server = server
+        let loader = ShareLoader(
+            spool: server.spool, registry: server.registry, configuration: server.loaderConfiguration())
+        let ingest = HTTPIngest(loader: loader, activation: server.activation)
+        let key = head["idempotency-key"]
+        let scope = sourceApp ?? ""
+        let sourceApp = sourceApp
+        return { [self] in
+            let receipt = await ingest.ingest(ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp)
+            receiver.discard()
+            self.noteShare(receipt.shareId)
+            let response = HTTPIngest.response(for: receipt)
+            if let key, [201, 422].contains(response.status) {
+                let stored = StoredAnswer(shareId: receipt.shareId, status: response.status, body: response.body)
+                do {
+                    try server.idempotency.store(stored, scope: scope, key: key)
+                } catch {
+                    server.logger.warning("http.idempotency_store_failed", [
+                        ("share", .string(receipt.shareId)), ("message", .string("\(error)")),
+                    ])
+                }
+            }
+            return response
+        }
     }
 
-    /// The work is done: the answer is queued at the callback that follows the resume.
-    func complete(_ response: HTTPResponse) {
+    /// The work is done (on the server's threads): the answer is kept, and the connection resumed; libmicrohttpd
+    /// then calls `called()`, where it is queued (or, for an admission, the body is read).
+    func complete(_ response: HTTPResponse?) {
         answer.withLock { $0 = response }
-        MHD_resume_connection(connection)
+        for action in context.handle(.workFinished) where action == .resume {
+            MHD_resume_connection(connection)
+        }
     }
 
     /// libmicrohttpd is done with the request (answered, or cut off): what was received and not ingested is
     /// removed, locks are released, and the request's log line is written.
     func ended(cleanly: Bool) {
         switch phase {
-        case .share(let receiver): receiver.discard()
+        case .share(let receiver), .received(let receiver, _): receiver.discard()
         case .tus(let receiver): receiver.abandon()
         default: break
         }
         phase = .answered
+        _ = context.handle(.requestCompleted(at: System.monotonicNanoseconds()))
         for release in releases { release() }
         if countsAsUpload { server.metrics.uploadEnded() }
         let milliseconds = Int64((System.monotonicNanoseconds() - started) / 1_000_000)
@@ -502,7 +684,7 @@ final class RequestContext: @unchecked Sendable {
 
     private func refuse(_ error: ShareError) -> MHD_Result {
         switch phase {
-        case .share(let receiver): receiver.discard()
+        case .share(let receiver), .received(let receiver, _): receiver.discard()
         case .tus(let receiver): receiver.abandon()
         default: break
         }
@@ -608,40 +790,49 @@ final class RequestContext: @unchecked Sendable {
         }
     }
 
+    /// `POST /v1/shares`: admitted off the I/O thread (its idempotency key's first answer, the spool's capacity:
+    /// both read the ledger), then its body is received. A second request with a key in progress is refused at once.
     private func createShare(_ kind: HTTPExchange.ShareBody) -> Phase {
         let limits = server.loaderConfiguration()
-        if let key = head["idempotency-key"] {
-            let scope = sourceApp ?? ""
-            do {
-                if let stored = try server.idempotency.answer(
-                    scope: scope, key: key, maxAge: HTTPServer.idempotencyWindow)
-                {
-                    noteShare(stored.shareId)
-                    return .answer(HTTPResponse(status: 200, headers: [
-                        ("Content-Type", "application/json"), ("Location", "/v1/shares/" + stored.shareId),
-                        ("Idempotent-Replayed", "true"),
-                    ], body: stored.body))
-                }
-            } catch {
-                return .answer(.error(ShareError(.containerUnavailable, "the idempotency record cannot be read")))
-            }
+        let server = server
+        let key = head["idempotency-key"]
+        let scope = sourceApp ?? ""
+        if let key {
             let busyKey = scope + "\u{0}" + key
             guard server.busyKeys.withLock({ $0.insert(busyKey).inserted }) else {
                 return .answer(.error(
                     ShareError(.badRequest, "a request with this Idempotency-Key is in progress"), status: 409))
             }
-            let server = server
             releases.append { _ = server.busyKeys.withLock { $0.remove(busyKey) } }
         }
-        if let refusal = capacityRefusal(limits, tus: false) { return .answer(refusal) }
-        do {
-            let receiver = try ShareBodyReceiver(
-                directory: server.receiving, kind: kind, head: head, limits: limits)
-            countsAsUpload = true
-            server.metrics.uploadStarted()
-            return .share(receiver)
-        } catch {
-            return .answer(.error(error as? ShareError ?? ShareError(.io, "\(error)")))
+        let check: @Sendable () -> HTTPResponse? = { [self] in
+            if let key {
+                do {
+                    if let stored = try server.idempotency.answer(
+                        scope: scope, key: key, maxAge: HTTPServer.idempotencyWindow)
+                    {
+                        noteShare(stored.shareId)
+                        return HTTPResponse(status: 200, headers: [
+                            ("Content-Type", "application/json"), ("Location", "/v1/shares/" + stored.shareId),
+                            ("Idempotent-Replayed", "true"),
+                        ], body: stored.body)
+                    }
+                } catch {
+                    return .error(ShareError(.containerUnavailable, "the idempotency record cannot be read"))
+                }
+            }
+            return capacityRefusal(limits, tus: false)
+        }
+        return .admitting(check: check) { [self] in
+            do {
+                let receiver = try ShareBodyReceiver(
+                    directory: server.receiving, kind: kind, head: head, limits: limits)
+                countsAsUpload = true
+                server.metrics.uploadStarted()
+                return .share(receiver)
+            } catch {
+                return .answer(.error(error as? ShareError ?? ShareError(.io, "\(error)")))
+            }
         }
     }
 

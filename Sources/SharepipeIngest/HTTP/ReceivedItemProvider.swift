@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SharepipeSystem
+import Synchronization
 
 /// One attachment received over HTTP: its representations, each a file in the request's receive directory under
 /// `staging/`, declared highest fidelity first. The loader's type choice, fallback, sniffing, limits and policy
@@ -20,6 +21,14 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
     /// What libmagic said of a received file's head when its types were derived from it.
     let sniffed: TypeSniffer.SniffedHead?
 
+    /// How many times each type was asked for: two parts of one field may declare the same type, and the loader
+    /// then asks for that type once per part, the second time as the fallback of the first.
+    private let asked = Asked()
+
+    private final class Asked: Sendable {
+        let counts = Mutex<[String: Int]>([:])
+    }
+
     init(representations: [Representation], suggestedName: String?, sniffed: TypeSniffer.SniffedHead? = nil) {
         self.representations = representations
         self.suggestedName = suggestedName
@@ -28,8 +37,25 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
 
     var registeredTypeIdentifiers: [String] { representations.map(\.type) }
 
+    /// The loader's next attempt at `typeIdentifier` (it always asks for the received file first): the next
+    /// representation of that type.
     func receivedFile(forTypeIdentifier typeIdentifier: String) -> ReceivedFile? {
-        representations.first { $0.type == typeIdentifier }?.received
+        let attempt = asked.counts.withLock { counts in
+            defer { counts[typeIdentifier, default: 0] += 1 }
+            return counts[typeIdentifier, default: 0]
+        }
+        return representation(typeIdentifier, attempt: attempt)?.received
+    }
+
+    /// The representation of the current attempt at `typeIdentifier`.
+    private func current(_ typeIdentifier: String) -> Representation? {
+        let attempt = asked.counts.withLock { max(0, $0[typeIdentifier, default: 0] - 1) }
+        return representation(typeIdentifier, attempt: attempt)
+    }
+
+    private func representation(_ typeIdentifier: String, attempt: Int) -> Representation? {
+        let matching = representations.filter { $0.type == typeIdentifier }
+        return matching.indices.contains(attempt) ? matching[attempt] : matching.first
     }
 
     func adoptionsEnded() {
@@ -39,7 +65,7 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
     func loadFileRepresentation(
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (URL?, (any Error)?) -> Void
     ) {
-        let path = representations.first { $0.type == typeIdentifier }?.path
+        let path = current(typeIdentifier)?.path
         DispatchQueue.global().async {
             guard let path else {
                 completion(nil, ShareError(.loadFailed, "no representation of that type was received"))
@@ -52,7 +78,7 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
     func loadDataRepresentation(
         forTypeIdentifier typeIdentifier: String, completion: @escaping @Sendable (Data?, (any Error)?) -> Void
     ) {
-        let path = representations.first { $0.type == typeIdentifier }?.path
+        let path = current(typeIdentifier)?.path
         DispatchQueue.global().async {
             guard let path else {
                 completion(nil, ShareError(.loadFailed, "no representation of that type was received"))

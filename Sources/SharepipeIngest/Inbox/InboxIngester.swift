@@ -36,7 +36,7 @@ package struct InboxIngester: Sendable {
     let logger: Logger
     let metrics: Metrics
     /// Decides whether a share with these declared types (one list per attachment) activates the extension.
-    let activation: (@Sendable ([[String]]) -> (activated: Bool, reason: String))?
+    let activation: ShareActivation?
 
     package func ingest(_ candidate: InboxCandidate) async -> Outcome {
         let started = System.monotonicNanoseconds()
@@ -200,13 +200,9 @@ package struct InboxIngester: Sendable {
     private func ingest(
         _ providers: [InboxFileProvider], entry: String, in directory: InboxDirectory, folders: [InboxDirectory]
     ) async -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?) {
-        if let activation {
-            let decision = activation(providers.map(\.registeredTypeIdentifiers))
-            if !decision.activated {
-                let error = ShareError(.notActivated, "the activation rule refused the share: \(decision.reason)")
-                let declared = providers.first?.registeredTypeIdentifiers ?? []
-                return (reject(entry, error, declaredTypes: declared, sniffedMimeType: nil), nil)
-            }
+        if let error = activationRefusal(activation, declaredBy: providers) {
+            let declared = providers.first?.registeredTypeIdentifiers ?? []
+            return (reject(entry, error, declaredTypes: declared, sniffedMimeType: nil), nil)
         }
         let origin = ShareOrigin(folder: folders.isEmpty ? nil : entry) { copied, complete in
             var identities: [SourceIdentity] = []
@@ -321,7 +317,7 @@ package struct InboxIngester: Sendable {
 
     package init(
         inbox: String, loader: ShareLoader, ignore: IgnoreRules, logger: Logger, metrics: Metrics,
-        activation: (@Sendable ([[String]]) -> (activated: Bool, reason: String))? = nil
+        activation: ShareActivation? = nil
     ) {
         self.inbox = inbox
         self.loader = loader

@@ -71,7 +71,7 @@ package struct InboxWatcher: Sendable {
             let wake = try WakeSignal()
             continuation.onTermination = { _ in wake.signal() }
             let watcher = self
-            try System.startThread {
+            Lane.detached("sp-inotify") {
                 do {
                     try watcher.watch(until: wake, scanned: scanned) { ready in
                         for candidate in ready { continuation.yield(candidate) }

@@ -56,6 +56,20 @@ public struct ShareLoader: Sendable {
             return refused(.failed, error as? ShareError ?? ShareError(.io, "\(error)"))
         }
 
+        let receipt = await loadAdmitted(
+            providers, shareID: shareID, lock: stagingLock, spareFiles: spareFiles, sourceApp: sourceApp,
+            origin: origin)
+        let published = receipt.status == .complete || receipt.status == .partial
+        spool.admissionEnded(
+            published: published, bytes: receipt.attachments.reduce(0) { $0 + ($1.bytes ?? 0) })
+        return receipt
+    }
+
+    /// Loads and publishes a share admitted past the pending limits, in its locked staging directory.
+    private func loadAdmitted(
+        _ providers: [any ItemProvider], shareID: String, lock stagingLock: consuming DirectoryLock,
+        spareFiles: [StagingSpares.Spare], sourceApp: String?, origin: ShareOrigin?
+    ) async -> ShareReceipt {
         let shareState = CopyEngine.ShareState()
         let spares = StagingSpares(shareID: shareID, spares: spareFiles, staging: spool.directories.staging)
         let records = await withTaskCancellationHandler {
@@ -82,7 +96,16 @@ public struct ShareLoader: Sendable {
     /// when it is published and ends when the descriptor is closed. A directory the recycler kept is taken instead
     /// when there is one (already locked; its emptied files go to `spares`).
     private func makeLockedStaging(_ shareID: String, spares: inout [StagingSpares.Spare]) throws -> DirectoryLock {
-        try spool.checkCapacity(configuration)
+        try spool.admit(configuration)
+        do {
+            return try makeStaging(shareID, spares: &spares)
+        } catch {
+            spool.admissionEnded(published: false, bytes: 0)
+            throw error
+        }
+    }
+
+    private func makeStaging(_ shareID: String, spares: inout [StagingSpares.Spare]) throws -> DirectoryLock {
         if let recycled = spool.recycler.take(as: shareID, into: spool.directories.staging, spares: &spares) {
             return recycled
         }

@@ -8,14 +8,13 @@ final class LeaseHeartbeat: @unchecked Sendable {
     private var stopped = false  // Guarded by `condition`.
 
     init(interval: Double, beat: @escaping @Sendable () -> Void) {
-        Thread { [self] in
-            System.nameCurrentThread("sp-heartbeat")
+        Lane.detached("sp-heartbeat") { [self] in
             while condition.withLock({ () -> Bool in
                 let deadline = Date(timeIntervalSinceNow: interval)
                 while !stopped && condition.wait(until: deadline) {}
                 return !stopped
             }) { beat() }
-        }.start()
+        }
     }
 
     func stop() {

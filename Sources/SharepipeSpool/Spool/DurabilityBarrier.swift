@@ -92,11 +92,7 @@ final class SyncPool: Sendable {
 
     private init(threads: Int) {
         for index in 0..<threads {
-            let thread = Thread { [self] in
-                System.nameCurrentThread("sp-sync-\(index)")
-                work()
-            }
-            thread.start()
+            Lane.detached("sp-sync-\(index)") { [self] in work() }
         }
     }
 

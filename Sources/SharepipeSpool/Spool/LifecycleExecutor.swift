@@ -15,9 +15,6 @@ package final class LifecycleExecutor: Sendable {
     /// Shares per publish batch, and bytes.
     static let maxShares = 256
     static let maxBytes: Int64 = 64 << 20
-    /// A batch that starts within this long (ns) of the last one's end waits `gatherMicroseconds` for company.
-    static let busyWindow: UInt64 = 5_000_000
-    static let gatherMicroseconds: UInt32 = 4_000
 
     /// What became of a share handed over for publishing.
     package enum PublishOutcome: Sendable {
@@ -71,23 +68,13 @@ package final class LifecycleExecutor: Sendable {
         }
     }
 
-    private struct Queues {
-        var publishes: [PendingPublish] = []
-        var completions: [PendingCompletion] = []
-        var reservations: [PendingReservation] = []
-        var publishing = false
-        var completing = false
-        var reserving = false
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
-        var completionFailure: ShareError?
-    }
-
-    private let queues = Mutex(Queues())
     /// Signalled whenever the completion queue shrinks, for callers waiting under `maxCompletions`.
     private let room = NSCondition()
-    private let publishLane = WorkerThread(name: "sp-publish")
-    private let completeLane = WorkerThread(name: "sp-complete")
-    private let reserveLane = WorkerThread(name: "sp-reserve")
+    private let publishLane: BatchLane<PendingPublish>
+    private let completeLane: BatchLane<PendingCompletion>
+    private let reserveLane: BatchLane<PendingReservation>
+    /// The first ledger failure of a completion batch since `waitUntilIdle` last reported one.
+    private let completionFailure = Mutex<ShareError?>(nil)
     /// Completions queued at most before `complete` waits: each holds its claim's directory open.
     let maxCompletions = min(128, max(8, (System.descriptorLimit() - 96) / 4))
     /// Injected faults; nil in production.
@@ -95,19 +82,31 @@ package final class LifecycleExecutor: Sendable {
 
     init(faults: LifecycleFaults?) {
         self.faults = faults
-        publishLane.start()
-        completeLane.start()
-        reserveLane.start()
-    }
-
-    deinit {
-        publishLane.stop()
-        completeLane.stop()
-        reserveLane.stop()
+        let (maxShares, maxBytes, maxCompletions) = (Self.maxShares, Self.maxBytes, maxCompletions)
+        publishLane = BatchLane(
+            name: "sp-publish", enough: maxShares / 4,
+            take: { queue in
+                var taken: [PendingPublish] = []
+                var bytes: Int64 = 0
+                while let next = queue.first, taken.count < maxShares, taken.isEmpty || bytes + next.bytes <= maxBytes {
+                    taken.append(queue.removeFirst())
+                    bytes += next.bytes
+                }
+                return taken
+            },
+            beforeBatch: { faults?.waitWhileHeld() })
+        completeLane = BatchLane(
+            name: "sp-complete", enough: maxCompletions / 4, take: BatchLane.first(maxCompletions),
+            afterTake: { [room] in
+                room.lock()
+                room.broadcast()
+                room.unlock()
+            })
+        reserveLane = BatchLane(name: "sp-reserve", enough: maxShares / 4, take: BatchLane.first(maxShares))
     }
 
     /// Shares waiting for the next publish batch.
-    var queuedPublishes: Int { queues.withLock { $0.publishes.count } }
+    var queuedPublishes: Int { publishLane.queued }
 
     // MARK: Batched transitions
 
@@ -116,12 +115,7 @@ package final class LifecycleExecutor: Sendable {
         let pending = PendingPublish(share)
         return await withCheckedContinuation { continuation in
             pending.continuation.withLock { $0 = continuation }
-            let start = queues.withLock { queues in
-                queues.publishes.append(pending)
-                defer { queues.publishing = true }
-                return !queues.publishing
-            }
-            if start { Task(executorPreference: publishLane) { self.drainPublishes(spool) } }
+            publishLane.submit(pending) { batch in self.publish(batch, spool: spool) }
         }
     }
 
@@ -129,12 +123,9 @@ package final class LifecycleExecutor: Sendable {
     /// committed, or throws the batch's failure.
     func reserve(_ reservation: ContentReservation, spool: Spool) async throws -> [DuplicateOrigin?] {
         try await withCheckedThrowingContinuation { continuation in
-            let start = queues.withLock { queues in
-                queues.reservations.append(PendingReservation(reservation: reservation, continuation: continuation))
-                defer { queues.reserving = true }
-                return !queues.reserving
+            reserveLane.submit(PendingReservation(reservation: reservation, continuation: continuation)) { batch in
+                self.reserve(batch, spool: spool)
             }
-            if start { Task(executorPreference: reserveLane) { self.drainReservations(spool) } }
         }
     }
 
@@ -143,146 +134,69 @@ package final class LifecycleExecutor: Sendable {
     func complete(_ claim: consuming ShareClaim, durationMilliseconds: Int64, spool: Spool) {
         let pending = PendingCompletion(claim, durationMilliseconds: durationMilliseconds)
         room.lock()
-        while queues.withLock({ $0.completions.count >= maxCompletions }) { room.wait() }
+        while completeLane.queued >= maxCompletions { room.wait() }
         room.unlock()
-        let start = queues.withLock { queues in
-            queues.completions.append(pending)
-            defer { queues.completing = true }
-            return !queues.completing
-        }
-        if start { Task(executorPreference: completeLane) { self.drainCompletions(spool) } }
+        completeLane.submit(pending) { batch in self.complete(batch, spool: spool) }
     }
 
     /// Returns once every queued completion is recorded and removed; throws the first ledger failure met since the
     /// last call (those shares stay in `processing` and run again after recovery).
     package func waitUntilIdle() async throws {
-        await withCheckedContinuation { continuation in
-            let idle = queues.withLock { queues in
-                if queues.completing || !queues.completions.isEmpty {
-                    queues.idleWaiters.append(continuation)
-                    return false
-                }
-                return true
-            }
-            if idle { continuation.resume() }
-        }
-        if let failure = queues.withLock({ queues in defer { queues.completionFailure = nil }; return queues.completionFailure }) {
+        await completeLane.waitUntilIdle()
+        if let failure = completionFailure.withLock({ failure in defer { failure = nil }; return failure }) {
             throw failure
         }
     }
 
-    /// Every lane's rule before it takes a batch: in a steady flow (the last batch ended a moment ago) and with fewer
-    /// than `enough` queued, a short wait lets the batch fill; a lone share, with nothing done for a while, never
-    /// waits.
-    private static func gather(after lastBatchEnded: UInt64, queued: Int, enough: Int) {
-        if System.monotonicNanoseconds() - lastBatchEnded < busyWindow, queued < enough {
-            System.pause(microseconds: gatherMicroseconds)
+    /// One publish batch: one run of `ShareLifecycle.publish`, then every loader told.
+    private func publish(_ batch: [PendingPublish], spool: Spool) {
+        faults?.batchesPublished.add(1, ordering: .relaxed)
+        var run = ShareLifecycle.publish(batch.map(\.record))
+        let context = RunContext(sources: Dictionary(
+            batch.compactMap { pending in pending.sources.map { (pending.record.manifest.shareId, $0) } },
+            uniquingKeysWith: { first, _ in first }))
+        let outcome = execute(&run, spool: spool, context: context)
+        let failed: [String: ShareError] = if case .finished(let failed) = outcome { failed } else { [:] }
+        context.releaseSources()
+        // Releases the staging locks (the directories are in `incoming`, or removed) and tells the loaders.
+        for pending in batch {
+            pending.finish(failed[pending.record.manifest.shareId].map { .failed($0) } ?? .published)
         }
+        if failed.count < batch.count { spool.notifyPublished() }
     }
 
-    private func drainPublishes(_ spool: Spool) {
-        var lastBatchEnded: UInt64 = 0
-        while true {
-            faults?.waitWhileHeld()
-            Self.gather(after: lastBatchEnded, queued: queuedPublishes, enough: Self.maxShares / 4)
-            let batch: [PendingPublish] = queues.withLock { queues in
-                var taken: [PendingPublish] = []
-                var bytes: Int64 = 0
-                while let next = queues.publishes.first, taken.count < Self.maxShares,
-                    taken.isEmpty || bytes + next.bytes <= Self.maxBytes
-                {
-                    taken.append(queues.publishes.removeFirst())
-                    bytes += next.bytes
-                }
-                if taken.isEmpty { queues.publishing = false }
-                return taken
+    /// One completion batch: recorded processed, the directories removed or recycled.
+    private func complete(_ batch: [PendingCompletion], spool: Spool) {
+        let context = RunContext(sources: [:])
+        // The context becomes the only owner of each claim's lock, so that each is released the moment its
+        // directory is removed (a deep backlog must not hold a batch of removed directories open).
+        for pending in batch {
+            if let claim = pending.claim.withLock({ claim in defer { claim = nil }; return claim }) {
+                context.adopt(claim.held)
             }
-            if batch.isEmpty { return }
-            faults?.batchesPublished.add(1, ordering: .relaxed)
-            var run = ShareLifecycle.publish(batch.map(\.record))
-            let context = RunContext(sources: Dictionary(
-                batch.compactMap { pending in pending.sources.map { (pending.record.manifest.shareId, $0) } },
-                uniquingKeysWith: { first, _ in first }))
-            let outcome = execute(&run, spool: spool, context: context)
-            let failed: [String: ShareError] = if case .finished(let failed) = outcome { failed } else { [:] }
-            context.releaseSources()
-            // Releases the staging locks (the directories are in `incoming`, or removed) and tells the loaders.
-            for pending in batch {
-                pending.finish(failed[pending.record.manifest.shareId].map { .failed($0) } ?? .published)
-            }
-            if failed.count < batch.count { spool.notifyPublished() }
-            lastBatchEnded = System.monotonicNanoseconds()
         }
+        var run = ShareLifecycle.complete(batch.map(\.completion))
+        if case .finished(let failed) = execute(&run, spool: spool, context: context),
+        let error = failed.values.first {
+            completionFailure.withLock { failure in if failure == nil { failure = error } }
+        }
+        context.releaseAll()
     }
 
-    private func drainCompletions(_ spool: Spool) {
-        var lastBatchEnded: UInt64 = 0
-        while true {
-            Self.gather(
-                after: lastBatchEnded, queued: queues.withLock { $0.completions.count }, enough: maxCompletions / 4)
-            let (batch, waiters): ([PendingCompletion], [CheckedContinuation<Void, Never>]) = queues.withLock {
-                queues in
-                let count = min(queues.completions.count, maxCompletions)
-                let taken = Array(queues.completions.prefix(count))
-                queues.completions.removeFirst(count)
-                if taken.isEmpty {
-                    queues.completing = false
-                    defer { queues.idleWaiters = [] }
-                    return ([], queues.idleWaiters)
-                }
-                return (taken, [])
+    /// One reserve batch: one transaction, each loader told its copies' originals or the batch's failure.
+    private func reserve(_ batch: [PendingReservation], spool: Spool) {
+        var run = ShareLifecycle.reserve(batch.map(\.reservation))
+        let outcome = execute(&run, spool: spool, context: RunContext(sources: [:]))
+        for (index, pending) in batch.enumerated() {
+            switch outcome {
+            case .reserved(let origins):
+                pending.continuation.resume(returning: origins[index])
+            case .finished(let failed):
+                pending.continuation.resume(throwing: failed[pending.reservation.shareID]
+                    ?? ShareError(.io, "the reservation was not made"))
+            case .claimed:
+                pending.continuation.resume(throwing: ShareError(.io, "a reservation cannot claim"))
             }
-            room.lock()
-            room.broadcast()
-            room.unlock()
-            if batch.isEmpty {
-                for waiter in waiters { waiter.resume() }
-                return
-            }
-            let context = RunContext(sources: [:])
-            // The context becomes the only owner of each claim's lock, so that each is released the moment its
-            // directory is removed (a deep backlog must not hold a batch of removed directories open).
-            for pending in batch {
-                if let claim = pending.claim.withLock({ claim in defer { claim = nil }; return claim }) {
-                    context.adopt(claim.held)
-                }
-            }
-            var run = ShareLifecycle.complete(batch.map(\.completion))
-            if case .finished(let failed) = execute(&run, spool: spool, context: context),
-            let error = failed.values.first {
-                queues.withLock { queues in if queues.completionFailure == nil { queues.completionFailure = error } }
-            }
-            context.releaseAll()
-            lastBatchEnded = System.monotonicNanoseconds()
-        }
-    }
-
-    private func drainReservations(_ spool: Spool) {
-        var lastBatchEnded: UInt64 = 0
-        while true {
-            Self.gather(
-                after: lastBatchEnded, queued: queues.withLock { $0.reservations.count }, enough: Self.maxShares / 4)
-            let batch: [PendingReservation] = queues.withLock { queues in
-                let taken = Array(queues.reservations.prefix(Self.maxShares))
-                queues.reservations.removeFirst(taken.count)
-                if taken.isEmpty { queues.reserving = false }
-                return taken
-            }
-            if batch.isEmpty { return }
-            var run = ShareLifecycle.reserve(batch.map(\.reservation))
-            let outcome = execute(&run, spool: spool, context: RunContext(sources: [:]))
-            for (index, pending) in batch.enumerated() {
-                switch outcome {
-                case .reserved(let origins):
-                    pending.continuation.resume(returning: origins[index])
-                case .finished(let failed):
-                    pending.continuation.resume(throwing: failed[pending.reservation.shareID]
-                        ?? ShareError(.io, "the reservation was not made"))
-                case .claimed:
-                    pending.continuation.resume(throwing: ShareError(.io, "a reservation cannot claim"))
-                }
-            }
-            lastBatchEnded = System.monotonicNanoseconds()
         }
     }
 

@@ -20,9 +20,9 @@ public final class Spool: Sendable {
     let logger: Logger?
     /// The state directory and its stages, open for the spool's lifetime.
     package let directories: Directories
-    /// The last count of pending shares and bytes, and when it was taken (monotonic ns): back-pressure reads it
-    /// instead of counting the ledger for every share.
-    package let pendingGauge = Mutex<(takenAt: UInt64, shares: Int, bytes: Int64)?>(nil)
+    /// The last count of pending shares and bytes and the shares admitted since: back-pressure reads it instead of
+    /// counting the ledger for every share.
+    package let pendingGauge = Mutex(PendingGauge())
     /// The last free-space reading (`checkCapacity`).
     package let freeGauge = Mutex<(takenAt: UInt64, free: Int64)?>(nil)
     /// Performs every transition of the lifecycle; publishes and completions in batches.

@@ -154,21 +154,6 @@ extension System {
         return entries.map { $0.revents != 0 }
     }
 
-    /// Runs `body` on a new detached thread, for blocking loops that must stay off the cooperative pool.
-    package static func startThread(_ body: @escaping @Sendable () -> Void) throws {
-        let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { context in
-            if let context { Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body() }
-            return nil
-        }, context)
-        guard result == 0 else {
-            Unmanaged<ThreadBody>.fromOpaque(context).release()
-            throw error("pthread_create", errno: result)
-        }
-        pthread_detach(thread)
-    }
-
     /// Whether `name` matches the shell glob `pattern` (fnmatch(3) without flags: `*` also matches a leading dot).
     package static func matchesGlob(_ name: String, pattern: String) -> Bool {
         fnmatch(pattern, name, 0) == 0
@@ -179,14 +164,5 @@ extension System {
         guard let resolved = realpath(path, nil) else { throw error("realpath", errno: Glibc.errno) }
         defer { free(resolved) }
         return String(cString: resolved)
-    }
-}
-
-/// The closure a new thread runs, boxed to cross pthread_create's C boundary.
-private final class ThreadBody {
-    let body: @Sendable () -> Void
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
     }
 }

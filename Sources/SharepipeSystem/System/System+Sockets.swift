@@ -169,6 +169,17 @@ extension System {
     package static func closeSocket(_ fd: Int32) {
         _ = close(fd)
     }
+
+    /// Ends both directions of a connected socket without closing its descriptor (its owner closes it when it
+    /// sees the end).
+    package static func shutdownSocket(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Writes what the socket takes at once, never waiting and never raising SIGPIPE (a last word before a cut).
+    package static func sendNow(_ fd: Int32, _ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+    }
 }
 
 /// File calls of the HTTP receivers: a tus upload's data file is cut back to its durable offset and appended to.

@@ -1,8 +1,9 @@
 import Foundation
 
-/// A task executor with one dedicated thread: a consumer worker runs on it, so the worker's blocking file system
-/// calls (rename, fsync, unlink) never hold a thread of the cooperative pool.
-package final class WorkerThread: TaskExecutor, @unchecked Sendable {
+/// A named thread for blocking work (STYLE 15: the one way sharepipe makes threads). As a task executor it runs the
+/// tasks that prefer it — a consumer worker, an ingest task, a batch lane — so their blocking file-system calls
+/// (rename, fsync, unlink) never hold a thread of the cooperative pool; `detached` runs one blocking loop instead.
+package final class Lane: TaskExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var jobs: [UnownedJob] = []
@@ -11,6 +12,15 @@ package final class WorkerThread: TaskExecutor, @unchecked Sendable {
 
     package init(name: String) {
         self.name = name
+    }
+
+    /// Runs `body`, a loop that blocks (inotify, a heartbeat, a sync pool's worker), on a thread of its own named
+    /// `name`, which ends when `body` returns.
+    package static func detached(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        Thread {
+            System.nameCurrentThread(name)
+            body()
+        }.start()
     }
 
     /// Starts the thread.
