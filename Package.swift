@@ -21,7 +21,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: nil, providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPQ", pkgConfig: nil, providers: [.apt(["libpq-dev"])]),
         // issue 19: HTTP ingest over libmicrohttpd
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: nil, providers: [.apt(["libmicrohttpd-dev", "libgnutls28-dev"])]
+        ),
         // issue 33: webhook delivery over libcurl
         .systemLibrary(name: "CCurl", pkgConfig: nil, providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CSharepipeShims"),

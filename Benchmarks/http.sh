@@ -10,13 +10,17 @@
 #   c. 16 concurrent 256 MiB uploads: the daemon's peak RSS, every receipt's SHA-256 checked;
 #   d. 1,000 slow-header + 1,000 slow-body connections (slowhttptest, from 127.0.0.1) while 8 clients upload 4 KiB
 #      bodies (from 127.0.0.2): failed uploads, p99, the daemon's peak RSS;
-#   e. 10,000 idle keep-alive connections (from 127.0.1.x): the daemon's RSS, and uploads still served.
+#   e. 10,000 idle keep-alive connections (from 127.0.1.x): the daemon's RSS, and uploads still served;
+#   f. one 1 GiB resumable upload (IETF draft, interop 8) uninterrupted vs cp + sync, and interrupted twice (the
+#      connection closed mid-body, resumed where HEAD says): the bytes sent in all.
+# `--resumable` runs section f alone.
 # The last lines are `HTTP KEY VALUE` pairs that run.sh turns into table rows.
 set -euo pipefail
 
 BIN=$1 WORK=$2 VENV=$3
-QUICK=0
+QUICK=0 ONLY_RESUMABLE=0
 [ "${4:-}" = "--quick" ] && QUICK=1
+[ "${4:-}" = "--resumable" ] && ONLY_RESUMABLE=1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PEERS=$ROOT/Benchmarks/peers
 FILES=2000 BIG_MIB=1024 MANY=16 MANY_MIB=256 WRK_SECONDS=10 SLOW=1000 SLOW_SECONDS=30 IDLE=10000
@@ -49,6 +53,39 @@ start_daemon() { # DIR EXTRA...
     ADDRESS=$(grep -o 'event=http.listening listener=[^ ]*' "$dir/daemon.log" | head -n 1 | cut -d= -f3)
 }
 stop_daemon() { kill -TERM "$PID"; wait "$PID" || true; }
+resumable() { # section f
+    echo "f. one $BIG_MIB MiB resumable upload (interop 8): uninterrupted vs cp + sync, then interrupted twice"
+    local dir=$WORK/http-resumable client=$ROOT/Fixtures/clients/resumable_client.py
+    rm -rf "$dir"; mkdir -p "$dir/inbox" "$dir/copy"
+    head -c $((BIG_MIB << 20)) /dev/urandom >"$dir/big.bin"
+    sync
+    local start seconds
+    start=$(now)
+    cp "$dir/big.bin" "$dir/copy/big.bin" && sync
+    seconds=$(elapsed "$start" "$(now)")
+    rm -f "$dir/copy/big.bin"; sync
+    resumable_cp=$(rate "$BIG_MIB" "$seconds")
+    start_daemon "$dir"
+    local whole twice
+    whole=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 0 "$dir/state-0")
+    twice=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 2 "$dir/state-2")
+    stop_daemon
+    resumable_rate=$(python3 -c 'import json, sys; r = json.loads(sys.argv[1])
+print("%.1f" % (r["size"] / 1048576 / r["seconds"]))' "$whole")
+    resumable_sent=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["sent"])' "$twice")
+    resumable_extra=$(( resumable_sent - (BIG_MIB << 20) ))
+    printf '  cp + sync        %6d MiB = %7.1f MiB/s\n' "$BIG_MIB" "$resumable_cp"
+    printf '  resumable HTTP   %6d MiB = %7.1f MiB/s (%s)\n' "$BIG_MIB" "$resumable_rate" "$whole"
+    printf '  interrupted twice: %d bytes sent, %d more than the file (%s)\n' "$resumable_sent" \
+        "$resumable_extra" "$twice"
+}
+if ((ONLY_RESUMABLE)); then
+    resumable
+    echo "HTTP resumable $resumable_rate"
+    echo "HTTP resumableCpSync $resumable_cp"
+    echo "HTTP resumableExtraBytes $resumable_extra"
+    exit 0
+fi
 echo "a. 4 KiB uploads with wrk for ${WRK_SECONDS}s at 8 and 64 connections, sharepipe and aiohttp + fsync" \
     "interleaved (processed: discard); the inbox drain of $FILES such files"
 dir=$WORK/http-small
@@ -186,6 +223,7 @@ printf '  %d held (%d still open after the uploads); daemon RSS %s MiB (%s MiB b
 printf ' %d uploads, %d failed, p99 %.3f s\n' "$idle_uploads" "$idle_failed" "$idle_p99"
 rm -rf "$WORK/http-slow" "$WORK/http-idle"
 
+resumable
 echo "HTTP small8 $small_8"
 echo "HTTP peer8 $peer_8"
 echo "HTTP bad8 $bad_8"
@@ -206,3 +244,6 @@ echo "HTTP idleHeld $held"
 echo "HTTP idleRSS $idle_rss"
 echo "HTTP idleUploads $idle_uploads"
 echo "HTTP idleFailed $idle_failed"
+echo "HTTP resumable $resumable_rate"
+echo "HTTP resumableCpSync $resumable_cp"
+echo "HTTP resumableExtraBytes $resumable_extra"

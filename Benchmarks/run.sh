@@ -555,3 +555,9 @@ row "idle connections: daemon RSS (MiB)" "${R[http.idleRSS]:-}" "-" "-" "<= 256 
     "$(meets "${R[http.idleRSS]:-}" 256 "<=")"
 row "idle connections: uploads failed (of N)" "${R[http.idleFailed]:-}/${R[http.idleUploads]:-}" "-" "-" "0" \
     "$(meets "${R[http.idleFailed]:-1}" 0 "<=")"
+# issue 30: resumable uploads (IETF draft, section f of http.sh).
+r=$(ratio "${R[http.resumable]:-}" "${R[http.resumableCpSync]:-}")
+row "1 GiB resumable upload vs cp + sync (MiB/s)" "${R[http.resumable]:-}" "${R[http.resumableCpSync]:-}" "${r}x" \
+    ">= 0.8x" "$(meets "$r" 0.8 ">=")"
+row "1 GiB resumable, cut twice: bytes sent past 1 GiB" "${R[http.resumableExtraBytes]:-}" "-" "-" "<= 16 MiB" \
+    "$(meets "${R[http.resumableExtraBytes]:-99999999999}" 16777216 "<=")"

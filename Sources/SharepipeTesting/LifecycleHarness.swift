@@ -206,6 +206,10 @@ public final class LifecycleHarness: Sendable {
     private func crash(_ shareIDs: [String], at crashPoint: CrashPoint, recording: RecordingProcessor) async throws {
         for claim in try spool.claim(shareIDs) {
             guard crashPoint != .beforeProcess else { continue }
+            // The run's start, recorded as the consumer records it before its processor runs.
+            guard case .started = try spool.start(claim, maxAttempts: consumerConfiguration.maxAttempts) else {
+                throw HarnessFailure("share \(claim.shareID) was quarantined instead of started")
+            }
             let manifest = try spool.manifest(.processing, claim.shareID)
             let share = try ClaimedShare(
                 manifest: manifest, directory: absolute(spool.path(.processing, claim.shareID)),

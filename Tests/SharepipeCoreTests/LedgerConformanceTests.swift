@@ -47,8 +47,8 @@ import Testing
             #expect(try ledger.recordPublished([idA], sourcesDone: []).isEmpty)
 
             let unknown = UUID().uuidString
-            let (attempts, violations) = try ledger.recordClaimed([idA, unknown])
-            #expect(attempts == [idA: 0])
+            let (histories, violations) = try ledger.recordClaimed([idA, unknown])
+            #expect(histories == [idA: .init(attempts: 0, deaths: 0)])
             #expect(violations
                 == [PreconditionViolation(shareID: unknown, expected: [.published, .staged], found: nil)])
             #expect(try ledger.state(ofShare: idA) == .claimed)
@@ -66,6 +66,17 @@ import Testing
                 == [PreconditionViolation(shareID: idA, expected: [.claimed], found: .processed)])
             #expect(try ledger.attempts(ofShare: idA) == 1)
             #expect(try ledger.pending() == (1, 7))
+
+            // A run that succeeded, its claimer dead before the completion was recorded: recovery completes it.
+            _ = try ledger.recordClaimed([idB])
+            #expect(try ledger.recordRuns(started: idB, succeeded: []).isEmpty)
+            #expect(try ledger.recordRuns(started: nil, succeeded: [idB]).isEmpty)
+            #expect(try ledger.runState(ofShare: idB) == .succeeded)
+            #expect(try ledger.recordFinished(shareID: idB).isEmpty)
+            #expect(try ledger.state(ofShare: idB) == .processed)
+            #expect(try ledger.attempts(ofShare: idB) == 1)
+            #expect(try ledger.timeline(ofShare: idB).suffix(2).map(\.event) == ["processed", "deleted"])
+            #expect(try ledger.pending() == (0, 0))
         }
     }
 
@@ -85,15 +96,35 @@ import Testing
             #expect(try ledger.deferredShares(now: LedgerClock.now()) == [id: notBefore])
             #expect(try ledger.attempts(ofShare: id) == 1)
 
-            #expect(try ledger.recordClaimed([id]).attempts == [id: 1])
+            #expect(try ledger.recordClaimed([id]).histories.mapValues(\.attempts) == [id: 1])
             #expect(try ledger.recordReleased(shareID: id).isEmpty)
             #expect(try ledger.attempts(ofShare: id) == 1)
 
+            // A dead claim whose processor had not started is charged nothing; one whose processor was running is
+            // charged a death, not an attempt; a run that ends clears the deaths before it.
             _ = try ledger.recordClaimed([id])
+            #expect(try ledger.runState(ofShare: id) == .notStarted)
             #expect(try ledger.recordRecovered(shareID: id).isEmpty)
-            #expect(try ledger.attempts(ofShare: id) == 2)
+            #expect(try ledger.attempts(ofShare: id) == 1)
             #expect(try ledger.recordRecovered(shareID: id)
                 == [PreconditionViolation(shareID: id, expected: [.claimed], found: .published)])
+            #expect(try ledger.recordRuns(started: id, succeeded: [])
+                == [PreconditionViolation(shareID: id, expected: [.claimed], found: .published)])
+            for deaths in 1...2 {
+                #expect(try ledger.recordClaimed([id]).histories == [id: .init(attempts: 1, deaths: deaths - 1)])
+                #expect(try ledger.recordRuns(started: id, succeeded: []).isEmpty)
+                #expect(try ledger.runState(ofShare: id) == .started)
+                #expect(try ledger.recordCrashed(shareID: id).isEmpty)
+                #expect(try ledger.runState(ofShare: id) == .notStarted)
+            }
+            #expect(try ledger.recordClaimed([id]).histories == [id: .init(attempts: 1, deaths: 2)])
+            #expect(try ledger.recordRuns(started: id, succeeded: []).isEmpty)
+            #expect(try ledger.recordRetry(shareID: id, code: .io, durationMilliseconds: 1, notBefore: 0).isEmpty)
+            #expect(try ledger.runState(ofShare: id) == .notStarted)
+            #expect(try ledger.recordClaimed([id]).histories == [id: .init(attempts: 2, deaths: 0)])
+            #expect(try ledger.recordReleased(shareID: id).isEmpty)
+            #expect(try ledger.timeline(ofShare: id).filter { $0.event == "crashed" }.map(\.code)
+                == ["ERR_PROCESSOR_FAILED", "ERR_PROCESSOR_FAILED"])
 
             _ = try ledger.recordClaimed([id])
             #expect(try ledger.recordQuarantined(shareID: id, code: .timeout, durationMilliseconds: 9).isEmpty)
@@ -101,7 +132,7 @@ import Testing
             #expect(try ledger.attempts(ofShare: id) == 3)
             let status = try ledger.status(now: LedgerClock.now())
             #expect(status.quarantine == 1)
-            #expect(status.recentFailures == [.processorFailed: 1, .timeout: 1])
+            #expect(status.recentFailures == [.processorFailed: 1, .timeout: 1, .io: 1])
             let listed = try ledger.listShares()
             #expect(listed.map(\.shareId) == [id])
             #expect(listed.first?.stage == .quarantine)

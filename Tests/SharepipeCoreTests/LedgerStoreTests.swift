@@ -83,11 +83,13 @@ import Testing
             #expect(try ledger.pending() == (2, 15))
             #expect(try ledger.stagedSources().map(\.shareID) == ["old-published"])
             #expect(try ledger.lastEventSequence() == 1)
-            // A claim made before the ownership guard has no owner: recovery takes it back, counting the attempt.
+            // A claim made before the ownership guard has no owner, and no run recorded as started: recovery takes it
+            // back without charging it.
+            #expect(try ledger.runState(ofShare: "old-claim") == .notStarted)
             #expect(try ledger.recordRecovered(shareID: "old-claim").isEmpty)
-            #expect(try ledger.attempts(ofShare: "old-claim") == 2)
+            #expect(try ledger.attempts(ofShare: "old-claim") == 1)
             // New claims record their owner; event numbers go on from the old ones.
-            #expect(try ledger.recordClaimed(["old-published"]).attempts == ["old-published": 0])
+            #expect(try ledger.recordClaimed(["old-published"]).histories.mapValues(\.attempts) == ["old-published": 0])
             #expect(try ledger.listShares().first { $0.shareId == "old-published" }?.claimedBy == "host-a:1:boot")
             #expect(try ledger.timeline(ofShare: "old-published").map(\.sequence) == [3])
             #expect(try ledger.recordProcessed([("old-published", 1)]).isEmpty)
@@ -108,7 +110,7 @@ import Testing
             let id = share.manifest.shareId
             try hostA.recordStaged([share])
             _ = try hostA.recordPublished([id], sourcesDone: [id])
-            #expect(try hostA.recordClaimed([id]).attempts == [id: 0])
+            #expect(try hostA.recordClaimed([id]).histories.mapValues(\.attempts) == [id: 0])
             #expect(try hostB.listShares().map(\.claimedBy) == ["host-a:1:boot"])
 
             let held = [PreconditionViolation(shareID: id, expected: [.claimed], found: .claimed)]
@@ -116,12 +118,15 @@ import Testing
             #expect(try hostB.recordRetry(shareID: id, code: .io, durationMilliseconds: 1, notBefore: 0) == held)
             #expect(try hostB.recordQuarantined(shareID: id, code: .io, durationMilliseconds: 1) == held)
             #expect(try hostB.recordReleased(shareID: id) == held)
+            #expect(try hostB.recordRuns(started: id, succeeded: []) == held)
+            #expect(try hostA.recordRuns(started: id, succeeded: []).isEmpty)
             #expect(try hostB.timeline(ofShare: id).map(\.event) == ["staged", "published", "claimed"])
             #expect(try hostB.attempts(ofShare: id) == 0)
 
-            // Recovery (of a claim whose claimer is gone) is anyone's; the claim then passes to another daemon.
-            #expect(try hostB.recordRecovered(shareID: id).isEmpty)
-            #expect(try hostB.recordClaimed([id]).attempts == [id: 1])
+            // Recovery (of a claim whose claimer is gone) is anyone's; the claim then passes to another daemon, with
+            // the death of a running processor charged.
+            #expect(try hostB.recordCrashed(shareID: id).isEmpty)
+            #expect(try hostB.recordClaimed([id]).histories == [id: .init(attempts: 0, deaths: 1)])
             #expect(try hostA.recordProcessed([(id, 1)]) == held)
             #expect(try hostB.recordProcessed([(id, 1)]).isEmpty)
             #expect(try hostA.state(ofShare: id) == .processed)

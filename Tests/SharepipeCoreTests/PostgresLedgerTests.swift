@@ -74,7 +74,7 @@ struct PostgresLedgerTests {
         let hostB = try store(url, lease: .milliseconds(300), owner: "host-b:2:boot")
         let hostC = try store(url, lease: .milliseconds(300), owner: "host-c:3:boot")
         let id = try published(try #require(hostA))
-        #expect(try hostA?.recordClaimed([id]).attempts == [id: 0])
+        #expect(try hostA?.recordClaimed([id]).histories.mapValues(\.attempts) == [id: 0])
         #expect(try hostB.listShares().map(\.claimedBy) == ["host-a:1:boot"])
 
         // Another host cannot complete a claim it does not hold.
@@ -99,8 +99,9 @@ struct PostgresLedgerTests {
         // Picked by B: C skips it while B checks it.
         #expect(try hostC.pickExpiredClaims(limit: 10).isEmpty)
         #expect(try hostB.recordRecovered(shareID: id).isEmpty)
-        #expect(try hostB.attempts(ofShare: id) == 1)
-        #expect(try hostC.recordClaimed([id]).attempts == [id: 1])
+        // Its processor never started: nothing is charged.
+        #expect(try hostB.attempts(ofShare: id) == 0)
+        #expect(try hostC.recordClaimed([id]).histories == [id: .init(attempts: 0, deaths: 0)])
         #expect(try hostC.recordProcessed([(id, 1)]).isEmpty)
     }
 

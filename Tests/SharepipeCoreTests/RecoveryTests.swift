@@ -126,19 +126,22 @@ import Testing
             let ids = try await publishTextShares(spool, ["renamed only\n", "locked\n"])
             // Crash right after the claim rename: no lock file yet.
             try System.rename(spool.path(.incoming, ids[0]), to: spool.path(.processing, ids[0]))
-            // Crash while processing (claim recorded): the lock file exists, the dead process's lock is gone.
-            do { _ = try mustClaim(spool, ids[1]) }
+            // Crash while processing (claim and run start recorded): the lock file exists, the dead process's lock is
+            // gone.
+            do { #expect(try isStarted(spool.start(mustClaim(spool, ids[1]), maxAttempts: 3))) }
 
             let report = try spool.recover(retryingLockedFor: .seconds(1))
             #expect(report.returnedToIncoming == 2)
             #expect(try entries(spool, .incoming) == ids.sorted())
             #expect(try entries(spool, .processing).isEmpty)
-            // The processor runs only once the claim is recorded: only the second attempt counts.
+            // The processor runs only once its start is recorded: only the second share is charged, with a death
+            // (not an attempt).
             #expect(try spool.ledger.attempts(ofShare: ids[0]) == 0)
-            #expect(try spool.ledger.attempts(ofShare: ids[1]) == 1)
+            #expect(try spool.ledger.attempts(ofShare: ids[1]) == 0)
             #expect(try spool.ledger.state(ofShare: ids[0]) == .published)
             #expect(try spool.ledger.state(ofShare: ids[1]) == .published)
-            #expect(try spool.store.events(.recovered, shareID: ids[1]).count == 1)
+            #expect(try spool.store.events(.crashed, shareID: ids[1]).count == 1)
+            #expect(try spool.store.events(.recovered, shareID: ids[1]).isEmpty)
             let log = CallLog()
             let summary = try await Consumer(
                 spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
@@ -241,6 +244,7 @@ import Testing
             do {
                 // Crash after quarantine step 1.
                 let claim = try mustClaim(spool, ids[0])
+                #expect(try isStarted(spool.start(claim, maxAttempts: 3)))
                 try spool.writeReason(reason, shareID: claim.shareID)
             }
             do {
@@ -255,29 +259,68 @@ import Testing
             #expect(report.rolledForward == 1)
             #expect(try entries(spool, .incoming) == [ids[0]])
             #expect(try !System.listDirectory(spool.path(.incoming, ids[0])).contains("reason.json"))
-            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 1)
+            // Its failure was never recorded: the death is charged, not an attempt.
+            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 0)
+            #expect(try spool.store.events(.crashed, shareID: ids[0]).count == 1)
             #expect(try entries(spool, .quarantine) == [ids[1]])
             #expect(try System.listDirectory(spool.path(.quarantine, ids[1])).sorted().count == 3)
             #expect(try spool.quarantineReason(ids[1]) == reason)
         }
     }
 
-    @Test func aShareOutOfAttemptsAfterCrashesIsQuarantinedWithoutRunning() async throws {
+    @Test func aShareRunningAtEveryDeathIsQuarantinedWithoutRunningAgain() async throws {
         try await withTemporaryDirectory { dir in
             let spool = try Spool(root: dir + "/state")
-            let shareID = try #require(try await publishTextShares(spool, ["crashes the processor\n"]).first)
+            let shareID = try #require(try await publishTextShares(spool, ["takes its daemon down\n"]).first)
             for _ in 0..<3 {
-                _ = try mustClaim(spool, shareID)
+                #expect(try isStarted(spool.start(mustClaim(spool, shareID), maxAttempts: 3)))
                 _ = try spool.recover(retryingLockedFor: .seconds(1))
             }
-            #expect(try spool.ledger.attempts(ofShare: shareID) == 3)
+            #expect(try spool.ledger.attempts(ofShare: shareID) == 0)
             let log = CallLog()
             let summary = try await Consumer(
                 spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
             ).drain()
             #expect(summary.quarantined == 1)
             #expect(log.counts.isEmpty)
-            #expect(try spool.quarantineReason(shareID).attempts == 3)
+            let reason = try spool.quarantineReason(shareID)
+            #expect(reason.attempts == 3 && reason.code == .processorFailed)
+            #expect(reason.message.hasSuffix("3 consecutive deaths of its daemon: the share takes its daemon down"))
+            #expect(try spool.store.events(.crashed, shareID: shareID).count == 3)
+        }
+    }
+
+    /// Deaths of its daemon while a share was only claimed (queued behind the running ones) are never charged, and a
+    /// run that ends breaks a run of deaths: neither share here is quarantined.
+    @Test func deathsWhileClaimedButNotRunningOrNotInARowAreForgiven() async throws {
+        try await withTemporaryDirectory { dir in
+            let spool = try Spool(root: dir + "/state")
+            let ids = try await publishTextShares(spool, ["only ever claimed\n", "once failed between deaths\n"])
+            for _ in 0..<5 {
+                _ = try mustClaim(spool, ids[0])
+                _ = try spool.recover(retryingLockedFor: .seconds(1))
+            }
+            #expect(try spool.ledger.attempts(ofShare: ids[0]) == 0)
+            let policy = ShareLifecycle.RetryPolicy(maxAttempts: 3, retryDelayMilliseconds: 0)
+            for round in 0..<5 {
+                do {
+                    // The claim (its lock) dies at the end of this block, as with its process.
+                    let claim = try mustClaim(spool, ids[1])
+                    #expect(try isStarted(spool.start(claim, maxAttempts: 3)))
+                    if round == 2 {
+                        try spool.fail(claim, error: ShareError(.processorFailed, "exit 1"), durationMilliseconds: 1,
+                            policy: policy)
+                    }
+                }
+                _ = try spool.recover(retryingLockedFor: .seconds(1))
+            }
+            #expect(try spool.store.events(.crashed, shareID: ids[1]).count == 4)
+            let log = CallLog()
+            let summary = try await Consumer(
+                spool: spool, processor: ClosureProcessor { log.record($0.shareId) }, configuration: fastConfiguration()
+            ).drain()
+            #expect(summary.processed == 2 && summary.quarantined == 0)
+            #expect(log.counts == [ids[0]: 1, ids[1]: 1])
         }
     }
 
@@ -337,4 +380,10 @@ import Testing
             #expect(try first.ledger.state(ofShare: staged.manifest.shareId) == .rejected)
         }
     }
+}
+
+/// Whether the start of a claim's run was recorded (the share was not quarantined instead).
+func isStarted(_ start: RunStart) -> Bool {
+    if case .started = start { return true }
+    return false
 }

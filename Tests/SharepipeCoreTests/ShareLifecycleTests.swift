@@ -112,7 +112,7 @@ import Testing
             case .move(let ids, .incoming, .processing):
                 #expect(ids == ["a", "b", "c"], "only what it locked is moved")
                 return .partly(done: ["a", "b"])
-            case .record(.claimed): return .claimed(attempts: ["a": 2])
+            case .record(.claimed): return .claimed(["a": .init(attempts: 2, deaths: 1)])
             default: return .done
             }
         }
@@ -120,8 +120,8 @@ import Testing
         // "b" was in a state a claim does not start from: it goes back for recovery.
         guard case .move(let back, .processing, .incoming) = actions.last else { Issue.record("no move back"); return }
         #expect(back == ["b"])
-        guard case .claimed(let attempts) = outcome else { Issue.record("not a claim outcome"); return }
-        #expect(attempts == ["a": 2])
+        guard case .claimed(let histories) = outcome else { Issue.record("not a claim outcome"); return }
+        #expect(histories == ["a": .init(attempts: 2, deaths: 1)])
     }
 
     @Test func aClaimWhoseRecordFailsMovesItsSharesBack() {
@@ -135,8 +135,8 @@ import Testing
         #expect(points == ["claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming"])
         guard case .move(let back, .processing, .incoming) = actions.last else { Issue.record("no move back"); return }
         #expect(back == ["a", "b"])
-        guard case .claimed(let attempts) = outcome else { Issue.record("not a claim outcome"); return }
-        #expect(attempts.isEmpty)
+        guard case .claimed(let histories) = outcome else { Issue.record("not a claim outcome"); return }
+        #expect(histories.isEmpty)
     }
 
     @Test func completeRecordsBeforeItRemoves() {
@@ -171,13 +171,96 @@ import Testing
         ])
         guard case .writeReason(_, let reason) = actions.first else { Issue.record("no reason"); return }
         #expect(reason.attempts == 3 && reason.code == .processorFailed && reason.message == "ERR_IO: boom")
+    }
 
-        // No attempt could run (they were all cut short by crashes): quarantined without counting one.
-        var exhausted = ShareLifecycle.failed(
-            "a", attempt: 4, error: error, durationMilliseconds: nil, policy: policy, now: 9_000, firstAttemptAt: nil)
-        let (_, exhaustedActions, _) = drive(&exhausted)
-        guard case .writeReason(_, let counted) = exhaustedActions.first else { Issue.record("no reason"); return }
-        #expect(counted.attempts == 3)
+    /// A run's start is recorded before its processor runs, so that a death charges only a share whose processor
+    /// was running; a share whose processor was running at `maxAttempts` consecutive deaths is quarantined instead
+    /// of run again, with a reason that says it takes its daemon down.
+    @Test func aRunStartIsRecordedUnlessTheShareTookItsDaemonDownEveryTime() {
+        for deaths in 0..<3 {
+            var run = ShareLifecycle.start(
+                "a", history: .init(attempts: 1, deaths: deaths), maxAttempts: 3, now: 9_000, firstAttemptAt: nil)
+            #expect(run.transition == .start)
+            let (points, actions, outcome) = drive(&run)
+            #expect(points == ["start.record-started"])
+            guard case .record(.started(let id, let succeeded)) = actions.first else {
+                Issue.record("no start"); return
+            }
+            #expect(id == "a" && succeeded.isEmpty && failed(outcome).isEmpty)
+        }
+        // The worker's earlier successes ride on the same commit; without a next start they are recorded alone.
+        var carrying = ShareLifecycle.start(
+            "a", history: .init(attempts: 0, deaths: 0), maxAttempts: 3, now: 9_000, firstAttemptAt: nil,
+            succeeded: ["b", "c"])
+        guard case .record(.started("a", let succeeded)) = drive(&carrying).actions.first else {
+            Issue.record("no start"); return
+        }
+        #expect(succeeded == ["b", "c"])
+        var alone = ShareLifecycle.succeed(["b"])
+        #expect(drive(&alone).points == ["succeed.record-succeeded"])
+        var poison = ShareLifecycle.start(
+            "a", history: .init(attempts: 1, deaths: 3), maxAttempts: 3, now: 9_000, firstAttemptAt: 1_000)
+        #expect(poison.transition == .quarantine)
+        let (points, actions, _) = drive(&poison)
+        #expect(points == [
+            "quarantine.write-reason", "quarantine.record-quarantined", "quarantine.move-quarantine",
+            "quarantine.sync-quarantine",
+        ])
+        guard case .writeReason(_, let reason) = actions.first else { Issue.record("no reason"); return }
+        #expect(reason.code == .processorFailed && reason.attempts == 4)
+        #expect(reason.message.hasPrefix("ERR_PROCESSOR_FAILED: the processor was running at 3 consecutive deaths"))
+        #expect(reason.message.hasSuffix("the share takes its daemon down"))
+        // Quarantined without a run: no attempt is counted.
+        guard case .record(.quarantined(_, let code, nil)) = actions.dropFirst().first else {
+            Issue.record("no quarantine without a duration"); return
+        }
+        #expect(code == .processorFailed)
+        // A share with a death on its record runs alone, so that the next death is its own.
+        #expect(!ShareLifecycle.runsAlone(.init(attempts: 2, deaths: 0)))
+        #expect(ShareLifecycle.runsAlone(.init(attempts: 0, deaths: 1)))
+        // Attempts used up (made before --max-attempts was lowered): quarantined without a run too.
+        var exhausted = ShareLifecycle.start(
+            "a", history: .init(attempts: 5, deaths: 0), maxAttempts: 3, now: 9_000, firstAttemptAt: nil)
+        #expect(exhausted.transition == .quarantine)
+        guard case .writeReason(_, let counted) = drive(&exhausted).actions.first else {
+            Issue.record("no reason"); return
+        }
+        #expect(counted.attempts == 5 && counted.message == "ERR_PROCESSOR_FAILED: 5 attempts made, 3 allowed")
+    }
+
+    /// A death (the claimer's lock free, its row claimed) is charged only when the share's processor was running:
+    /// a share merely claimed (or queued behind the running ones) goes back to `incoming` charged nothing, and one
+    /// whose run had succeeded is completed (not run again).
+    @Test func aDeathChargesOnlyAShareWhoseProcessorWasRunning() {
+        for state in [RunState.notStarted, .started] {
+            var (run, kind) = ShareLifecycle.recovery(
+                of: "a", foundIn: .processing, recorded: .claimed, run: state, hasReason: false, reason: nil)
+            let (points, actions, outcome) = drive(&run)
+            #expect(kind == .returnedToIncoming && failed(outcome).isEmpty)
+            let charged = actions.filter { if case .record(.crashed("a")) = $0 { true } else { false } }.count
+            let uncharged = actions.filter { if case .record(.recovered("a")) = $0 { true } else { false } }.count
+            #expect(charged == (state == .started ? 1 : 0), "\(state)")
+            #expect(uncharged == (state == .started ? 0 : 1), "\(state)")
+            let record = state == .started ? "recover.record-crashed" : "recover.record-recovered"
+            #expect(points == [record, "recover.move-incoming"])
+        }
+        var (succeeded, kind) = ShareLifecycle.recovery(
+            of: "a", foundIn: .processing, recorded: .claimed, run: .succeeded, hasReason: false, reason: nil)
+        #expect(kind == .completed)
+        #expect(drive(&succeeded).points == [
+            "recover.record-finished", "recover.remove-processing", "recover.sync-processing",
+        ])
+        // Only a claimed row can have a run: in any other state the run state changes nothing.
+        for recorded in ShareState.allCases where recorded != .claimed {
+            for stage in Spool.Stage.allCases {
+                let points = RunState.allCases.map { state in
+                    var run = ShareLifecycle.recovery(
+                        of: "a", foundIn: stage, recorded: recorded, run: state, hasReason: false, reason: nil).run
+                    return drive(&run).points
+                }
+                #expect(Set(points).count == 1, "\(recorded) in \(stage)")
+            }
+        }
     }
 
     @Test func singleShareTransitionsInOrder() {
@@ -203,11 +286,15 @@ import Testing
             (.published(["a"], sourcesDone: []), [.staged], .published),
             (.unpublished(["a"], code: nil), [.staged], .rejected),
             (.claimed(["a"]), [.published], .claimed),
+            (.started("a", succeeded: ["b"]), [.claimed], .claimed),
+            (.succeeded(["a"]), [.claimed], .claimed),
             (.processed([.init(shareID: "a", durationMilliseconds: 1)]), [.claimed], .processed),
             (.retry("a", code: .io, durationMilliseconds: 1, notBefore: 0), [.claimed], .published),
             (.quarantined("a", code: .io, durationMilliseconds: nil), [.claimed], .quarantined),
             (.released("a"), [.claimed], .published),
             (.recovered("a"), [.claimed], .published),
+            (.crashed("a"), [.claimed], .published),
+            (.finished("a"), [.claimed], .processed),
             (.requeued("a"), [.quarantined], .published),
             (.purged("a"), [.quarantined], .purged),
         ]
@@ -225,7 +312,7 @@ import Testing
             for recorded in states {
                 for hasReason in [false, true] {
                     var (run, kind) = ShareLifecycle.recovery(
-                        of: "a", foundIn: stage, recorded: recorded, hasReason: hasReason,
+                        of: "a", foundIn: stage, recorded: recorded, run: .notStarted, hasReason: hasReason,
                         reason: QuarantineReason(
                             code: .processorFailed, message: "m", attempts: 1, firstAttemptAt: "", lastAttemptAt: ""))
                     let (_, actions, outcome) = drive(&run)
@@ -247,7 +334,7 @@ import Testing
                         let writes = actions.contains { if case .writeReason = $0 { return true } else { return false } }
                         #expect(writes == !hasReason)
                     case (.processing, .claimed):
-                        // The dead claim's attempt counts.
+                        // The dead claim's processor was not running: nothing is charged.
                         #expect(moves == [.incoming] && kind == .returnedToIncoming)
                         #expect(actions.contains { if case .record(.recovered) = $0 { return true } else { return false } })
                     case (.processing, _):

@@ -116,6 +116,7 @@ import Testing
     @Test(arguments: [
         ("publish.record-staged", "recover.remove-staging"), ("publish.record-staged", "recover.record-unpublished"),
         ("claim.record-claimed", "recover.record-recovered"), ("claim.record-claimed", "recover.move-incoming"),
+        ("start.record-started", "recover.record-crashed"), ("succeed.record-succeeded", "recover.record-finished"),
         ("complete.record-processed", "recover.remove-processing"),
         ("complete.record-processed", "recover.sync-processing"),
         ("publish.move-incoming", "recover.record-published"),

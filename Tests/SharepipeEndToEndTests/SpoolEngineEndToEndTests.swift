@@ -3,13 +3,14 @@ import Glibc
 import Testing
 
 /// The spool engine through the built binary: `kill -9` right after every action of the batched publish, the
-/// claim and the batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing one inbox. The other
-/// transitions' crash points are in `LifecycleCrashTests`.
+/// claim, a run's start and success, and the batched completion (`SHAREPIPE_CRASH_AFTER`), and two daemons sharing
+/// one inbox. The other transitions' crash points are in `LifecycleCrashTests`.
 @Suite(.serialized, .timeLimit(.minutes(5))) struct SpoolEngineEndToEndTests {
     static let steps = [
         "publish.barrier", "publish.record-staged", "publish.move-incoming", "publish.sync-incoming",
         "publish.remove-sources", "publish.record-published", "claim.lock", "claim.move-processing",
-        "claim.record-claimed", "complete.record-processed", "complete.remove-processing",
+        "claim.record-claimed", "start.record-started", "succeed.record-succeeded", "complete.record-processed",
+        "complete.remove-processing",
     ]
 
     /// Drops `count` files with distinct contents; returns the contents.

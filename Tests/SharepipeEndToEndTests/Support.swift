@@ -125,6 +125,9 @@ final class SharepipeProcess: @unchecked Sendable {
     /// The process id.
     var pid: Int32 { process.processIdentifier }
 
+    /// Whether the process is still running.
+    var isRunning: Bool { process.isRunning }
+
     /// Sends a signal (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGKILL` …).
     func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)

@@ -117,40 +117,70 @@ public struct Consumer: Sendable {
         }
     }
 
+    /// A run of this worker that succeeded, its completion not handed over yet: its success is recorded with the
+    /// worker's next start (one commit for both), or on its own when the worker has nothing to start.
+    private struct Success {
+        let claim: ShareClaim
+        let durationMilliseconds: Int64
+    }
+
     private func worker(_ dispatcher: Dispatcher) async {
+        var success: Success?
         while true {
             do {
                 switch try dispatcher.next() {
                 case .finished:
+                    try record(&success, dispatcher)
                     return
                 case .wait(let duration):
+                    try record(&success, dispatcher)
                     await doorbell.wait(upTo: duration)
                     if Task.isCancelled { return }
                 case .claim(let claim):
                     defer { dispatcher.finished(claim.shareID) }
-                    try await handle(claim, dispatcher)
+                    try await handle(claim, dispatcher, after: &success)
                 }
             } catch {
+                // The completion is recorded all the same if the ledger takes it; else recovery runs the share again.
+                if let success {
+                    spool.complete(success.claim, durationMilliseconds: success.durationMilliseconds)
+                    dispatcher.recorded()
+                }
                 dispatcher.fail(error)
                 return
             }
         }
     }
 
-    /// One attempt at one claimed share.
-    private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher) async throws {
+    /// Records a pending success on its own and hands its completion over.
+    private func record(_ success: inout Success?, _ dispatcher: Dispatcher) throws {
+        guard let pending = success else { return }
+        try spool.succeed([pending.claim.shareID])
+        success = nil
+        spool.complete(pending.claim, durationMilliseconds: pending.durationMilliseconds)
+        dispatcher.recorded()
+    }
+
+    /// One attempt at one claimed share; `success` is the worker's last successful run, whose success is recorded
+    /// with this one's start, and becomes this run's when it succeeds.
+    private func handle(_ claim: ShareClaim, _ dispatcher: Dispatcher, after success: inout Success?) async throws {
         let shareID = claim.shareID
         let clock = configuration.clock
         let maxAttempts = max(1, configuration.maxAttempts)
         let attempt = claim.previousAttempts + 1
         let policy = ShareLifecycle.RetryPolicy(
             maxAttempts: maxAttempts, retryDelayMilliseconds: Spool.nanoseconds(configuration.retryDelay) / 1_000_000)
-        if claim.previousAttempts >= maxAttempts {
-            // Every allowed attempt is used up; the last ones were cut short by crashes.
-            let error = ShareError(
-                .processorFailed, "\(claim.previousAttempts) attempts made, the last interrupted by a crash")
-            try spool.fail(
-                claim, error: error, durationMilliseconds: nil, policy: policy, now: clock.wallMilliseconds())
+        // The run's start is committed before the processor runs: a death of this process from here on is charged to
+        // the share, a death before never is. A share that took its daemon down too often is quarantined instead.
+        let start = try spool.start(
+            claim, maxAttempts: maxAttempts, now: clock.wallMilliseconds(),
+            succeeded: success.map { [$0.claim.shareID] } ?? [])
+        if let previous = success {
+            success = nil
+            spool.complete(previous.claim, durationMilliseconds: previous.durationMilliseconds)
+            dispatcher.recorded()
+        }
+        if case .quarantined(let error) = start {
             dispatcher.count(\.quarantined)
             log(.error, "share.quarantined", shareID, attempt: attempt - 1, code: error.code)
             return
@@ -172,7 +202,8 @@ public struct Consumer: Sendable {
         }
         let duration = Int64((clock.monotonicNanoseconds() - started) / 1_000_000)
         guard let failure else {
-            spool.complete(claim, durationMilliseconds: duration)
+            success = Success(claim: claim, durationMilliseconds: duration)
+            dispatcher.succeeded()
             dispatcher.count(\.processed)
             log(.info, "share.processed", shareID, attempt: attempt, milliseconds: duration)
             return
@@ -218,6 +249,11 @@ private final class Dispatcher: Sendable {
         /// Claimable ids from the last listing of `incoming`, not yet tried, oldest last.
         var candidates: [String] = []
         var inFlight = 0
+        /// The share running alone (`ShareLifecycle.runsAlone`), if one is.
+        var alone: String?
+        /// Successful runs whose success is not recorded yet: to the ledger they are still running, so a share that
+        /// runs alone waits for them too.
+        var unrecorded = 0
         var refilling = false
         /// Whether the last refill found nothing claimable (everything deferred, or lost to other claimers).
         var dry = false
@@ -249,7 +285,14 @@ private final class Dispatcher: Sendable {
         while true {
             let step: Step = state.withLock { state in
                 if state.stopping { return .finished }
-                if let claim = state.claims.popLast() {
+                if let claim = state.claims.last {
+                    // A share with a death on its record runs alone; `finished` rings when a run ends.
+                    let alone = ShareLifecycle.runsAlone(claim.history)
+                    if state.alone != nil || (alone && state.inFlight + state.unrecorded > 0) {
+                        return .wait(configuration.pollInterval)
+                    }
+                    state.claims.removeLast()
+                    if alone { state.alone = claim.shareID }
                     state.inFlight += 1
                     return .give(claim)
                 }
@@ -316,8 +359,22 @@ private final class Dispatcher: Sendable {
         if !claims.isEmpty { doorbell.ring() }
     }
 
+    /// A run succeeded; its success is recorded later (`recorded`).
+    func succeeded() {
+        state.withLock { $0.unrecorded += 1 }
+    }
+
+    /// A success counted by `succeeded` is recorded (or handed over to the completion as is).
+    func recorded() {
+        state.withLock { $0.unrecorded -= 1 }
+        doorbell.ring()
+    }
+
     func finished(_ shareID: String) {
-        state.withLock { $0.inFlight -= 1 }
+        state.withLock { state in
+            state.inFlight -= 1
+            if state.alone == shareID { state.alone = nil }
+        }
         doorbell.ring()
     }
 

@@ -21,6 +21,10 @@ enum HTTPExchange {
         case tusHead(String)
         case tusPatch(String)
         case tusDelete(String)
+        /// The upload resource of `ResumableProtocol` (a request to `/v1/uploads/ID` with an interop version).
+        case resumableOffset(String)
+        case resumableAppend(String)
+        case resumableCancel(String)
     }
 
     /// How the body of `POST /v1/shares` is read.
@@ -50,7 +54,9 @@ enum HTTPExchange {
             }
             sourceApp = name
         }
-        guard route == .createShare else { return .serve(route, sourceApp: sourceApp, body: nil) }
+        guard route == .createShare else {
+            return .serve(resumable(route, head), sourceApp: sourceApp, body: nil)
+        }
         let contentType = HeaderValue(head["content-type"] ?? "")
         let body: ShareBody
         if contentType.value.lowercased() == "multipart/form-data" {
@@ -72,6 +78,17 @@ enum HTTPExchange {
             }
         }
         return .serve(route, sourceApp: sourceApp, body: body)
+    }
+
+    /// A request to an upload that speaks `ResumableProtocol` (it names an interop version) goes to that protocol.
+    private static func resumable(_ route: Route, _ head: HTTPRequestHead) -> Route {
+        guard head["upload-draft-interop-version"] != nil else { return route }
+        switch route {
+        case .tusHead(let id): return .resumableOffset(id)
+        case .tusPatch(let id): return .resumableAppend(id)
+        case .tusDelete(let id): return .resumableCancel(id)
+        default: return route
+        }
     }
 
     /// The route of a method and path; 404 for an unknown path, 405 (with `Allow`) for a known path and another

@@ -69,6 +69,20 @@ struct HTTPIngest: Sendable {
         return StoredAnswer(shareId: receipt.shareId, status: response.status, body: body)
     }
 
+    /// `422 ERR_DUPLICATE` for a body refused before it was read: the error, and the original as a receipt names it.
+    static func duplicate(of origin: DuplicateOrigin) -> HTTPResponse {
+        struct Detail: Encodable {
+            var code: String
+            var message: String
+        }
+        struct Body: Encodable {
+            var error: Detail
+            var duplicateOf: DuplicateOrigin
+        }
+        let error = ShareError.duplicate(of: origin)
+        return .json(422, Body(error: Detail(code: error.code.rawValue, message: error.message), duplicateOf: origin))
+    }
+
     /// The response a receipt gets: 201 (complete, partial) or 422 (rejected) with the receipt and `Location`; a
     /// share refused whole for a limit is 413, a share that could not be attempted 503 (spool full, state or
     /// ledger unusable, with `Retry-After`) or 500.

@@ -50,8 +50,9 @@ package final class HTTPServer: Sendable {
     /// Where `POST /v1/shares` bodies are received.
     let receiving: ReceiveDirectory
     let idempotency: any IdempotencyStore
-    /// Uploads with a PATCH in progress: a second one at the same time is refused (409).
-    let busyUploads = Mutex<Set<String>>([])
+    /// Uploads with a PATCH in progress, and the connection it arrives on: a second tus PATCH at the same time is
+    /// refused (409); a request of `ResumableProtocol` ends the one in progress (see `takeOver`).
+    let busyUploads = Mutex<[String: ConnectionContext]>([:])
     /// Idempotency keys whose first request is in progress.
     let busyKeys = Mutex<Set<String>>([])
     /// Every open connection, by its state machine's holder; the sweeper's timer ticks go through it.
@@ -175,6 +176,29 @@ package final class HTTPServer: Sendable {
         }
     }
 
+    /// A request of `ResumableProtocol` to an upload that another request is writing. As the draft recommends, the
+    /// request in progress is ended: a client resumes only once it gave that request up, so a connection still
+    /// receiving its body is shut down (as a deadline's cut is); then this waits until the upload is released, the
+    /// bytes that arrived recorded. A request past its body (being ingested) is waited for. False when the upload is
+    /// still busy after 30 s.
+    func takeOver(_ id: String) async -> Bool {
+        let deadline = System.monotonicNanoseconds() + 30_000_000_000
+        var cut = false
+        while true {
+            let busy = busyUploads.withLock { busy -> Bool in
+                guard let holder = busy[id] else { return false }
+                if !cut, holder.isReceiving {
+                    holder.cut(status: nil)
+                    cut = true
+                }
+                return true
+            }
+            if !busy { return true }
+            if System.monotonicNanoseconds() > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Every minute (or every half expiry, when that is shorter): expired tus uploads and idempotency keys are
     /// removed, and the ledger's rows of the uploads made those of their files again.
     private func expireLoop() async {
@@ -189,7 +213,7 @@ package final class HTTPServer: Sendable {
             let now = System.wallClockNanoseconds() / 1_000_000
             for id in (try? uploads.ids()) ?? [] {
                 guard let upload = try? uploads.load(id), upload.expiresAt <= now,
-                    !busyUploads.withLock({ $0.contains(id) })
+                    !busyUploads.withLock({ $0[id] != nil })
                 else { continue }
                 try? uploads.remove(id)
                 logger.info("http.upload_expired", [("upload", .string(id))])
@@ -349,6 +373,11 @@ final class ConnectionContext: Sendable {
         machine.withLock { $0.handle(event) }
     }
 
+    /// Whether the connection is reading a request's body.
+    var isReceiving: Bool {
+        machine.withLock { if case .body = $0.state { true } else { false } }
+    }
+
     /// Ends the connection past a deadline: on a plain connection the client is told first (a 408 is written if
     /// the socket takes it at once; nothing else is being written while a head or body is read), then the socket
     /// is shut down and libmicrohttpd closes the connection when it sees the end. A TLS connection is shut down
@@ -448,7 +477,7 @@ final class RequestContext: @unchecked Sendable {
         case work(@Sendable () async -> HTTPResponse)
         /// Suspended while `check` admits the request off the I/O thread (nil: admitted; else the answer); then its
         /// body is read as `receive` says.
-        case admitting(check: @Sendable () -> HTTPResponse?, receive: () -> Phase)
+        case admitting(check: @Sendable () async -> HTTPResponse?, receive: () -> Phase)
         /// Receiving a share's body.
         case share(ShareBodyReceiver)
         /// A share's body received whole, to ingest.
@@ -496,7 +525,7 @@ final class RequestContext: @unchecked Sendable {
     func begin() -> MHD_Result {
         switch HTTPExchange.begin(head, settings: server.settings) {
         case .respond(let response):
-            phase = .answer(response)
+            phase = .answer(resumableRefusal(response))
         case .serve(let route, let sourceApp, let body):
             self.sourceApp = sourceApp
             phase = phase(for: route, body: body)
@@ -545,7 +574,7 @@ final class RequestContext: @unchecked Sendable {
     private func start() {
         switch phase {
         case .admitting(let check, _):
-            server.enqueue(self) { check() }
+            server.enqueue(self) { await check() }
         case .work(let task):
             phase = .waiting
             server.enqueue(self, task)
@@ -627,12 +656,14 @@ final class RequestContext: @unchecked Sendable {
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp
+        let want = head["want-repr-digest"]
         return { [self] in
             let receipt = await ingest.ingest(
                 ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp, details: body.details)
             receiver.discard()
             self.noteShare(receipt.shareId)
-            let response = HTTPIngest.response(for: receipt)
+            var response = HTTPIngest.response(for: receipt)
+            response.headers += DigestFields.answer(want: want, sha256Hex: DigestFields.stored(receipt))
             if let key, [201, 422].contains(response.status) {
                 let stored = HTTPIngest.storedAnswer(for: receipt, response)
                 do {
@@ -684,15 +715,14 @@ final class RequestContext: @unchecked Sendable {
     }
 
     private func refuse(_ error: ShareError) -> MHD_Result {
-        switch phase {
-        case .share(let receiver), .received(let receiver, _): receiver.discard()
-        case .tus(let receiver): receiver.abandon()
-        default: break
-        }
         let response: HTTPResponse
-        if case .tus = phase {
-            response = TusProtocol.refusal(error)
-        } else {
+        switch phase {
+        case .share(let receiver), .received(let receiver, _):
+            receiver.discard()
+            response = .error(error)
+        case .tus(let receiver):
+            response = receiver.refused(error)
+        default:
             response = .error(error)
         }
         phase = .answer(response)
@@ -757,11 +787,16 @@ final class RequestContext: @unchecked Sendable {
             let created = TusProtocol.create(
                 head, id: UUID.random().uuidString, now: now, expiry: server.configuration.uploadExpiry,
                 maxSize: limits.maxFileSize, owner: owner)
-            let upload: TusUpload
+            var upload: TusUpload
             switch created {
             case .failure(let response): return .answer(response)
             case .success(let new): upload = new
             }
+            if case .failure(let error) = DigestFields.parse(head["repr-digest"], name: "Repr-Digest") {
+                return .answer(TusProtocol.refusal(error))
+            }
+            upload.metadata[DigestFields.reprKey] = head["repr-digest"]
+            upload.metadata[DigestFields.wantKey] = head["want-repr-digest"]
             let withBody = HeaderValue(head["content-type"] ?? "").value.lowercased() == TusProtocol.offsetContentType
             if withBody, let refusal = capacityRefusal(limits, tus: true) { return .answer(refusal) }
             do {
@@ -776,6 +811,151 @@ final class RequestContext: @unchecked Sendable {
             return tusPatch(upload.id, head: patch, creation: true)
         case .tusPatch(let id):
             return tusPatch(id, head: head, creation: false)
+        case .resumableOffset(let id):
+            return resumable { version in
+                .work {
+                    _ = await server.takeOver(id)
+                    return ResumableProtocol.offset(
+                        try? server.uploads.load(id), version, owner: owner,
+                        now: System.wallClockNanoseconds() / 1_000_000,
+                        maxSize: server.loaderConfiguration().maxFileSize)
+                }
+            }
+        case .resumableCancel(let id):
+            return resumable { version in
+                .work {
+                    _ = await server.takeOver(id)
+                    let actions = ResumableProtocol.cancel(
+                        try? server.uploads.load(id), version, owner: owner,
+                        now: System.wallClockNanoseconds() / 1_000_000)
+                    var response = HTTPResponse(status: 500)
+                    for action in actions {
+                        switch action {
+                        case .remove:
+                            do {
+                                try server.uploads.remove(id)
+                            } catch {
+                                return ResumableProtocol.refusal(
+                                    error as? ShareError ?? ShareError(.io, "\(error)"), version)
+                            }
+                            server.logger.info("http.upload_cancelled", [("upload", .string(id))])
+                        case .respond(let answer): response = answer
+                        default: continue
+                        }
+                    }
+                    return response
+                }
+            }
+        case .resumableAppend(let id):
+            return resumable { version in
+                .admitting(check: {
+                    await server.takeOver(id) ? nil : ResumableProtocol.refusal(
+                        ShareError(.badRequest, "another request is writing this upload"), status: 409, version)
+                }, receive: { [self] in resumableAppend(id, version) })
+            }
+        }
+    }
+
+    /// A request to an upload resource of `ResumableProtocol`, in its version (a version not spoken here: 400).
+    private func resumable(_ serve: (ResumableProtocol.Version) -> Phase) -> Phase {
+        switch ResumableProtocol.version(head) {
+        case .success(let version)?: return serve(version)
+        case .failure(let error)?: return .answer(.error(error))
+        case nil: return .answer(.error(ShareError(.badRequest, "Upload-Draft-Interop-Version is required")))
+        }
+    }
+
+    /// The limits of a new upload of `ResumableProtocol`.
+    private func resumableLimits() -> ResumableProtocol.Limits {
+        let (seconds, _) = server.configuration.uploadExpiry.components
+        return ResumableProtocol.Limits(maxSize: server.loaderConfiguration().maxFileSize, secondsLeft: seconds)
+    }
+
+    /// A refusal before the body of a request that speaks `ResumableProtocol` carries its version, and a 413 the
+    /// limits.
+    private func resumableRefusal(_ response: HTTPResponse) -> HTTPResponse {
+        guard case .success(let version)? = ResumableProtocol.version(head) else { return response }
+        var response = response
+        response.headers.append(("Upload-Draft-Interop-Version", String(version.rawValue)))
+        if response.status == 413 { response.headers += ResumableProtocol.limitHeaders(resumableLimits(), version) }
+        return response
+    }
+
+    /// The absolute URI of an upload resource, as the interim response gives it: this listener's scheme and the
+    /// request's `Host` (the path alone when there is no usable `Host`).
+    private func uploadLocation(_ id: String) -> String {
+        let path = TusProtocol.location(id)
+        guard let host = head["host"], !host.isEmpty,
+            host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") })
+        else { return path }
+        return (context.tls ? "https://" : "http://") + host + path
+    }
+
+    /// A creation of `ResumableProtocol`, admitted and its upload created: the interim response goes out before
+    /// anything else on the connection (libmicrohttpd has written nothing for the request yet), then the body is
+    /// received as the upload's first append.
+    private func resumableCreation(
+        _ upload: TusUpload, _ version: ResumableProtocol.Version, _ append: ResumableProtocol.Append
+    ) -> Phase {
+        guard claimUpload(upload.id) else {
+            return .answer(ResumableProtocol.refusal(ShareError(.io, "the new upload is busy"), version))
+        }
+        let location = uploadLocation(upload.id)
+        let interim = ResumableProtocol.interim(
+            upload, version, location: location, maxSize: server.loaderConfiguration().maxFileSize,
+            now: System.wallClockNanoseconds() / 1_000_000)
+        let sent = interim.withUnsafeBytes { bytes in
+            sharepipe_mhd_send_interim(connection, bytes.baseAddress, bytes.count, 5000)
+        }
+        guard sent == 0 else {
+            let error = ShareError(.io, "the interim response could not be sent")
+            return .answer(ResumableProtocol.refusal(error, version))
+        }
+        return resumableReceive(upload, version, append, location: location, creation: true)
+    }
+
+    /// A PATCH of `ResumableProtocol`, after any request in progress on the upload ended.
+    private func resumableAppend(_ id: String, _ version: ResumableProtocol.Version) -> Phase {
+        guard claimUpload(id) else {
+            return .answer(ResumableProtocol.refusal(
+                ShareError(.badRequest, "another request is writing this upload"), status: 409, version))
+        }
+        let upload = try? server.uploads.load(id)
+        let start = ResumableProtocol.beginAppend(
+            upload, head, version, owner: sourceApp, now: System.wallClockNanoseconds() / 1_000_000,
+            maxSize: server.loaderConfiguration().maxFileSize)
+        switch start {
+        case .refuse(let response):
+            return .answer(response)
+        case .actions(let actions):
+            guard let upload else { return .answer(ResumableProtocol.refusal(ShareError(.notFound, "no such upload"),
+                status: 404, version)) }
+            let append = ResumableProtocol.Append(limit: 0, complete: true, length: upload.length)
+            let receiver = TusReceiver(
+                server: server, upload: upload, file: nil, checksum: nil, creation: false,
+                resumable: (version, append, uploadLocation(id)))
+            return .work { await receiver.perform(actions) }
+        case .receive(let append):
+            guard let upload else { return .answer(ResumableProtocol.refusal(ShareError(.notFound, "no such upload"),
+                status: 404, version)) }
+            return resumableReceive(upload, version, append, location: uploadLocation(id), creation: false)
+        }
+    }
+
+    private func resumableReceive(
+        _ upload: TusUpload, _ version: ResumableProtocol.Version, _ append: ResumableProtocol.Append,
+        location: String, creation: Bool
+    ) -> Phase {
+        do {
+            let digest = try DigestFields.parse(head["content-digest"], name: "Content-Digest").get()
+            let file = try server.uploads.openForAppend(upload.id, at: upload.offset)
+            countsAsUpload = true
+            server.metrics.uploadStarted()
+            return .tus(TusReceiver(
+                server: server, upload: upload, file: file, checksum: nil, creation: creation, limit: append.limit,
+                contentDigest: digest, resumable: (version, append, location)))
+        } catch {
+            return .answer(ResumableProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)"), version))
         }
     }
 
@@ -796,6 +976,27 @@ final class RequestContext: @unchecked Sendable {
     private func createShare(_ kind: HTTPExchange.ShareBody) -> Phase {
         let limits = server.loaderConfiguration()
         let server = server
+        var creation: (upload: TusUpload, version: ResumableProtocol.Version, append: ResumableProtocol.Append)?
+        if kind == .single {
+            let decided = ResumableProtocol.create(
+                head, id: UUID.random().uuidString, now: System.wallClockNanoseconds() / 1_000_000,
+                expiry: server.configuration.uploadExpiry, maxSize: limits.maxFileSize, owner: sourceApp)
+            switch decided {
+            case .plain: break
+            case .refuse(let response): return .answer(response)
+            case .create(let upload, let version, let append): creation = (upload, version, append)
+            }
+        }
+        let resumable = creation
+        // The content the body will be, when it says so: a single body's `Repr-Digest` or `Content-Digest`, a
+        // resumable upload's `Repr-Digest` (its first request may carry only part of it).
+        let named: DigestFields?
+        let digests = resumable == nil
+            ? DigestFields.expected(head) : DigestFields.parse(head["repr-digest"], name: "Repr-Digest")
+        switch digests {
+        case .success(let digests): named = kind == .single ? digests : nil
+        case .failure(let error): return .answer(.error(error))
+        }
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         if let key {
@@ -822,9 +1023,22 @@ final class RequestContext: @unchecked Sendable {
                     return .error(ShareError(.containerUnavailable, "the idempotency record cannot be read"))
                 }
             }
-            return capacityRefusal(limits, tus: false)
+            if let refusal = capacityRefusal(limits, tus: false) { return refusal }
+            if let refusal = duplicateRefusal(named, limits) { return refusal }
+            guard let resumable else { return nil }
+            do {
+                try server.uploads.create(resumable.upload)
+            } catch {
+                return ResumableProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)"), resumable.version)
+            }
+            server.logger.info("http.upload_created", [
+                ("upload", .string(resumable.upload.id)), ("length", .int(resumable.upload.length)),
+                ("interop", .int(Int64(resumable.version.rawValue))),
+            ])
+            return nil
         }
         return .admitting(check: check) { [self] in
+            if let resumable { return resumableCreation(resumable.upload, resumable.version, resumable.append) }
             do {
                 let receiver = try ShareBodyReceiver(
                     directory: server.receiving, kind: kind, head: head, limits: limits)
@@ -837,10 +1051,33 @@ final class RequestContext: @unchecked Sendable {
         }
     }
 
+    /// `--duplicates reject`: a body whose digest names content stored within the window is refused before it is read
+    /// (422 `ERR_DUPLICATE` naming the original), from the ledger every daemon on it shares.
+    private func duplicateRefusal(_ named: DigestFields?, _ limits: LoaderConfiguration) -> HTTPResponse? {
+        guard limits.duplicates == .reject, let sha256 = named?.sha256 else { return nil }
+        let hex = sha256.map { String(format: "%02x", $0) }.joined()
+        let now = LedgerClock.now()
+        do {
+            guard let origin = try server.spool.ledger.original(
+                ofContent: hex, windowStart: now - limits.duplicateWindow.milliseconds,
+                reservationsSince: now - ShareLoader.reservationLifetime.milliseconds)
+            else { return nil }
+            return HTTPIngest.duplicate(of: origin)
+        } catch {
+            return .error(ShareError(.containerUnavailable, "the ledger cannot be asked for duplicates"), status: 503)
+        }
+    }
+
     private func claimUpload(_ id: String) -> Bool {
-        guard server.busyUploads.withLock({ $0.insert(id).inserted }) else { return false }
+        let context = context
+        let claimed = server.busyUploads.withLock { busy in
+            guard busy[id] == nil else { return false }
+            busy[id] = context
+            return true
+        }
+        guard claimed else { return false }
         let server = server
-        releases.append { _ = server.busyUploads.withLock { $0.remove(id) } }
+        releases.append { _ = server.busyUploads.withLock { $0.removeValue(forKey: id) } }
         return true
     }
 
@@ -862,11 +1099,13 @@ final class RequestContext: @unchecked Sendable {
         case .receive(let offset, let limit, let checksum):
             guard let upload else { return .answer(TusProtocol.refusal(ShareError(.notFound, "no such upload"), status: 404)) }
             do {
+                let digest = try DigestFields.parse(head["content-digest"], name: "Content-Digest").get()
                 let file = try server.uploads.openForAppend(id, at: offset)
                 countsAsUpload = true
                 server.metrics.uploadStarted()
                 return .tus(TusReceiver(
-                    server: server, upload: upload, file: file, checksum: checksum, creation: creation, limit: limit))
+                    server: server, upload: upload, file: file, checksum: checksum, creation: creation, limit: limit,
+                    contentDigest: digest))
             } catch {
                 return .answer(TusProtocol.refusal(error as? ShareError ?? ShareError(.io, "\(error)")))
             }

@@ -73,6 +73,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private var partCount = 0
     /// The attachment and part the file being written belongs to.
     private var current: (attachment: Int, part: Int)?
+    /// The body's `Repr-Digest` (or `Content-Digest`), checked over the bytes as they arrive.
+    private let digest: DigestFields.Check?
 
     /// Most parts of one multipart body (files, the `share` part and skipped fields together).
     static let maxParts = 1000
@@ -87,6 +89,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
         filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
+        digest = try DigestFields.expected(head).get().map(DigestFields.Check.init)
         switch kind {
         case .multipart(let boundary):
             parser = MultipartParser(boundary: boundary)
@@ -107,6 +110,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// Writes the next bytes of the body.
     func receive(_ bytes: UnsafeRawBufferPointer) throws(ShareError) {
+        digest?.update(bytes)
         do {
             if parser == nil {
                 try append(bytes)
@@ -124,6 +128,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// The body is complete: what it holds.
     func finish() throws(ShareError) -> ReceivedBody {
+        if let digest, !digest.matches() {
+            throw ShareError(
+                .badRequest, "the body does not match its Repr-Digest/Content-Digest; nothing was ingested")
+        }
         if var single {
             single.parts[0].received = try end(single.parts[0].path)
             return ReceivedBody(attachments: [single], details: singleDetails)

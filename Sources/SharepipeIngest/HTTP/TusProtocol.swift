@@ -18,8 +18,13 @@ struct TusUpload: Codable, Sendable, Equatable {
     var owner: String?
     /// Set once the finished upload was ingested: the share it became.
     var shareId: String?
+    /// The `Upload-Draft-Interop-Version` of an upload made through `ResumableProtocol`; nil for tus. Such an upload's
+    /// `length` is -1 until it is known.
+    var interop: Int?
+    /// Whether the client marked a `ResumableProtocol` upload complete (tus uploads are complete at their length).
+    var completed: Bool?
 
-    var isComplete: Bool { offset == length }
+    var isComplete: Bool { completed ?? (offset == length) }
 }
 
 /// tus 1.0.0 (core, creation, creation-with-upload, termination, checksum, expiration) as a pure state machine: each
@@ -253,7 +258,7 @@ enum TusProtocol {
     }
 
     private static func find(_ upload: TusUpload?, owner: String?, now: Int64) -> Result<TusUpload, HTTPResponse> {
-        guard let upload, upload.owner == owner else {
+        guard let upload, upload.owner == owner, upload.interop == nil else {
             return .failure(refusal(ShareError(.notFound, "no such upload"), status: 404))
         }
         guard upload.expiresAt > now else {

@@ -114,6 +114,20 @@ extension LedgerStore {
         return statements
     }
 
+    /// The original a content would duplicate now, without reserving anything: the HTTP server's look before a body
+    /// whose `Repr-Digest` names it (`--duplicates reject`). Binds as `originalQuery`.
+    package func original(
+        ofContent sha256: String, windowStart: Int64, reservationsSince: Int64
+    ) throws -> DuplicateOrigin? {
+        let rows = try driver.run(
+            Self.originalQuery, [.text(sha256), .integer(windowStart), .integer(reservationsSince)]
+        ).rows
+        guard let row = rows.first, let share = row[0].text, let file = row[1].text, let at = row[2].integer else {
+            return nil
+        }
+        return DuplicateOrigin(shareId: share, fileId: file, createdAtMilliseconds: at)
+    }
+
     /// Forgets the reservations of shares that were never staged (recovery removed their staging directories).
     package func releaseContents(ofShares shareIDs: [String]) throws {
         guard !shareIDs.isEmpty else { return }

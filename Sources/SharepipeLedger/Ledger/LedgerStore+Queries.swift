@@ -65,6 +65,12 @@ extension LedgerStore {
         return Dictionary(rows.compactMap { row in row[0].text.map { ($0, row[1].integer ?? 0) } }) { $1 }
     }
 
+    /// Where a share's row records its processor's run (the recovery of a dead claim).
+    package func runState(ofShare shareID: String) throws -> RunState {
+        RunState(rawValue: try driver.run("SELECT run FROM shares WHERE id = ?", [.text(shareID)]).scalar.int)
+            ?? .notStarted
+    }
+
     /// Attempts recorded for a share.
     package func attempts(ofShare shareID: String) throws -> Int {
         try driver.run("SELECT attempts FROM shares WHERE id = ?", [.text(shareID)]).scalar.int

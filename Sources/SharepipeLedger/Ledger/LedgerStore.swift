@@ -97,6 +97,12 @@ package final class LedgerStore: Sendable {
             ["DROP INDEX sources_file", "CREATE INDEX sources_inode ON sources(inode)"],
             // v10 (issue 33): the notification outbox.
             outboxMigration(dialect),
+            // v11 (issue 34): where a claim's processor run is (`RunState`), and the consecutive deaths of a daemon
+            // the share's processor was running at.
+            [
+                "ALTER TABLE shares ADD COLUMN run INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE shares ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0",
+            ],
         ]
     }
 
@@ -155,13 +161,16 @@ package final class LedgerStore: Sendable {
     }
 
     /// What a transition out of `claimed` clears.
-    static let unclaimed = "claimed_by = NULL, lease_until = NULL"
+    static let unclaimed = "claimed_by = NULL, lease_until = NULL, run = 0"
+    /// What a run that ended (processed, or failed) clears as well: the deaths of runs before it were not in a row.
+    static let ended = "deaths = 0, \(unclaimed)"
 
     /// Applies the changes and then `extra` in one transaction. Returns, for each share a change applied to, its
-    /// attempts as they were before, and a violation (with the state found) for each share it did not apply to.
+    /// attempts and deaths as they were before, and a violation (with the state found) for each share it did not
+    /// apply to.
     @discardableResult
     func apply(_ changes: [Change], extra: [SQLStatement] = [], durable: Bool = true) throws
-        -> (attempts: [String: Int], violations: [PreconditionViolation])
+        -> (histories: [String: ClaimHistory], violations: [PreconditionViolation])
     {
         guard !changes.isEmpty || !extra.isEmpty else { return ([:], []) }
         let now = SQLValue.integer(LedgerClock.now())
@@ -178,7 +187,7 @@ package final class LedgerStore: Sendable {
             let bound: [SQLValue] = change.owned ? [id, .text(owner)] : [id]
             positions[index].found = statements.count
             statements.append(
-                SQLStatement("SELECT state, attempts FROM shares WHERE id = ?" + driver.dialect.lockRows, [id]))
+                SQLStatement("SELECT state, attempts, deaths FROM shares WHERE id = ?" + driver.dialect.lockRows, [id]))
             for event in change.events {
                 // Typed NULLs: PostgreSQL cannot infer a parameter's type from a select list.
                 statements.append(SQLStatement(
@@ -209,18 +218,18 @@ package final class LedgerStore: Sendable {
         }
         let results = try driver.execute(statements + extra, durable: durable)
         if wroteOutbox { outboxWritten() }
-        var attempts: [String: Int] = [:]
+        var histories: [String: ClaimHistory] = [:]
         var violations: [PreconditionViolation] = []
         for (change, position) in zip(changes, positions) {
             let found = results[position.found].rows.first
             if results[position.update].changed > 0 {
-                attempts[change.shareID] = found?[1].int ?? 0
+                histories[change.shareID] = .init(attempts: found?[1].int ?? 0, deaths: found?[2].int ?? 0)
             } else {
                 let state = found?[0].text.flatMap(ShareState.init(rawValue:))
                 violations.append(PreconditionViolation(shareID: change.shareID, expected: change.from, found: state))
             }
         }
-        return (attempts, violations)
+        return (histories, violations)
     }
 
     /// One change in a transaction of its own.
@@ -321,9 +330,10 @@ package final class LedgerStore: Sendable {
             """, [.text(spool)])
     }
 
-    /// Published → claimed, in one commit. Returns the attempts already made by each share claimed.
-    package func recordClaimed(_ shareIDs: [String]) throws -> (attempts: [String: Int],
-    violations: [PreconditionViolation]) {
+    /// Published → claimed, in one commit. Returns the history of each share claimed.
+    package func recordClaimed(_ shareIDs: [String]) throws
+        -> (histories: [String: ClaimHistory], violations: [PreconditionViolation])
+    {
         let leaseUntil = leaseDuration.map { "\(driver.dialect.now) + \($0.milliseconds)" } ?? "NULL"
         // A share renamed into `incoming` is published even while its publisher has not recorded it yet. Not
         // durable: a claim lost in a power cut leaves a published row for a share in `processing` (or back in
@@ -333,15 +343,25 @@ package final class LedgerStore: Sendable {
                 id, from: [.published, .staged], set: "state = 'claimed', claimed_by = ?, lease_until = \(leaseUntil)",
                 values: [.text(owner)], Event(.claimed))
         }, durable: false)
-        if !result.attempts.isEmpty { startHeartbeat() }
+        if !result.histories.isEmpty { startHeartbeat() }
         return result
+    }
+
+    /// Runs of claims this process holds: `started` about to run its processor, `succeeded` ended in success (their
+    /// completions follow), in one commit. Not durable (no fsync; a commit all the same, which a kill -9 of this
+    /// process does not undo): what a power cut loses leaves a share uncharged for that cut, or run again, and the
+    /// next durable commit (a completion batch's) makes it durable.
+    package func recordRuns(started: String?, succeeded: [String]) throws -> [PreconditionViolation] {
+        let changes = succeeded.map { Change($0, owned: true, set: "run = \(RunState.succeeded.rawValue)") }
+            + (started.map { [Change($0, owned: true, set: "run = \(RunState.started.rawValue)")] } ?? [])
+        return try apply(changes, durable: false).violations
     }
 
     /// Claimed → processed (attempts + 1), and the copies' deletion, in one commit.
     package func recordProcessed(_ completions: [(shareID: String, durationMilliseconds: Int64)]) throws
         -> [PreconditionViolation]
     {
-        let set = "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.unclaimed)"
+        let set = "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.ended)"
         return try apply(completions.map { completion in
             Change(
                 completion.shareID, owned: true, set: set,
@@ -356,7 +376,7 @@ package final class LedgerStore: Sendable {
     {
         try apply(Change(
             shareID, owned: true,
-            set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.unclaimed)",
+            set: "state = 'published', attempts = attempts + 1, not_before = ?, last_code = ?, \(Self.ended)",
             values: [.integer(notBefore), .text(code.rawValue)],
             Event(.failed, code: code, duration: durationMilliseconds), Event(.retried)))
     }
@@ -383,16 +403,31 @@ package final class LedgerStore: Sendable {
             shareID, owned: true, set: "state = 'published', \(Self.unclaimed)", Event(.retried, code: .cancelled)))
     }
 
-    /// Claimed → published with attempts + 1 (recovery of a dead claim).
+    /// Claimed → published, nothing charged: a dead claim whose processor was not running.
     package func recordRecovered(shareID: String) throws -> [PreconditionViolation] {
+        try apply(Change(shareID, set: "state = 'published', \(Self.unclaimed)", Event(.recovered)))
+    }
+
+    /// Claimed → published with deaths + 1: a dead claim whose processor was running when its daemon died. The
+    /// event `crashed` is the death in the share's timeline.
+    package func recordCrashed(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
-            shareID, set: "state = 'published', attempts = attempts + 1, \(Self.unclaimed)", Event(.recovered)))
+            shareID, set: "state = 'published', deaths = deaths + 1, \(Self.unclaimed)",
+            Event(.crashed, code: .processorFailed)))
+    }
+
+    /// Claimed → processed (attempts + 1), and the copies' deletion: a dead claim whose processor had succeeded.
+    /// The processed event has no duration (it died with its claimer).
+    package func recordFinished(shareID: String) throws -> [PreconditionViolation] {
+        let set = "state = 'processed', attempts = attempts + 1, not_before = 0, last_code = NULL, \(Self.ended)"
+        return try apply(Change(shareID, set: set, Event(.processed), Event(.deleted, rowBytes: true)))
     }
 
     /// Quarantined → published with attempts reset (requeue).
     package func recordRequeued(shareID: String) throws -> [PreconditionViolation] {
         try apply(Change(
-            shareID, from: [.quarantined], set: "state = 'published', attempts = 0, not_before = 0, last_code = NULL",
+            shareID, from: [.quarantined],
+            set: "state = 'published', attempts = 0, deaths = 0, not_before = 0, last_code = NULL",
             Event(.published)))
     }
 

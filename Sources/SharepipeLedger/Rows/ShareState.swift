@@ -33,9 +33,34 @@ package enum ShareState: String, Sendable, CaseIterable {
     }
 }
 
+/// Where a claim's processor run is, as the ledger records it (`shares.run`): what the recovery of a dead claim
+/// needs to know to charge its death to the share, or not.
+package enum RunState: Int, Sendable, CaseIterable {
+    /// Not started: the share is only claimed (or not claimed at all). A death charges nothing.
+    case notStarted = 0
+    /// Started and not ended: a death is charged to the share (its processor may have caused it).
+    case started = 1
+    /// Ended in success, its completion not recorded yet: a death rolls the completion forward.
+    case succeeded = 2
+}
+
+/// What a claimed share has behind it: the attempts its processor made (runs that ended), and the consecutive
+/// deaths of a daemon its processor was running at (runs a death cut short, since the last run that ended).
+package struct ClaimHistory: Sendable, Equatable {
+    package var attempts: Int
+    package var deaths: Int
+
+    package init(attempts: Int, deaths: Int) {
+        self.attempts = attempts
+        self.deaths = deaths
+    }
+}
+
 /// A lifecycle event recorded in the ledger.
 package enum LedgerEvent: String, Sendable, CaseIterable {
     case staged, published, claimed, processed, deleted, failed, retried, quarantined, rejected, recovered, repaired
+    /// A claim's processor was running when its daemon died (a `recovered` claim's was not).
+    case crashed
 }
 
 /// A share about to be published: its manifest and the identities of the inbox sources behind its copies.

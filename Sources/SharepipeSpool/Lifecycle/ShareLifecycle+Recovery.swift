@@ -20,10 +20,11 @@ extension ShareLifecycle {
     }
 
     /// The plan for a share found with a free lock in `stage`. `recorded` is its row's state (nil: no row),
-    /// `hasReason` whether its directory holds `reason.json`, `reason` the reason to write when a quarantine was
-    /// recorded before its `reason.json` was.
+    /// `run` where a claimed row records its processor's run (`.notStarted` for any other row), `hasReason`
+    /// whether its directory holds `reason.json`, `reason` the reason to write when a quarantine was recorded before
+    /// its `reason.json` was.
     static func recovery(
-        of shareID: String, foundIn stage: SpoolStage, recorded: ShareState?, hasReason: Bool,
+        of shareID: String, foundIn stage: SpoolStage, recorded: ShareState?, run: RunState, hasReason: Bool,
         reason: QuarantineReason?
     ) -> (run: ShareLifecycle, kind: RecoveryKind) {
         let id = [shareID]
@@ -42,11 +43,15 @@ extension ShareLifecycle {
             var write: [Action] = []
             if !hasReason, let reason { write = [.writeReason(shareID, reason)] }
             return plan(write + [.move(id, from: .processing, to: .quarantine), .sync(.quarantine)], .rolledForward)
+        case (.processing, .claimed) where run == .succeeded:
+            // The claimer died after its processor succeeded and before the completion was recorded: completed.
+            return plan([.record(.finished(shareID)), .remove(id, from: .processing), .sync(.processing)], .completed)
         case (.processing, .claimed):
-            // The claimer died while the processor may have run: the attempt counts.
+            // The claimer died. Its death is charged to the share only when the share's processor was running (it
+            // may have caused the death); a share merely claimed, or whose run had not started, is never charged.
             let clear: [Action] = hasReason ? [.removeReason(shareID, in: .processing)] : []
-            return plan(clear + [.record(.recovered(shareID)), .move(id, from: .processing, to: .incoming)],
-                .returnedToIncoming)
+            let record: Record = run == .started ? .crashed(shareID) : .recovered(shareID)
+            return plan(clear + [.record(record), .move(id, from: .processing, to: .incoming)], .returnedToIncoming)
         case (.processing, _):
             // Claimed by rename before the claim (or even the publish) was recorded, or a row that disagrees: back
             // to `incoming`; reconciliation makes the row say so.

@@ -22,6 +22,13 @@ package struct ShareLifecycle: Sendable {
         case discard
         /// incoming → processing (published → claimed).
         case claim
+        /// A claimed share's processor about to run: the run's start recorded (claimed, run started), with the
+        /// successes of the worker's runs before it, so that a death of its daemon is charged to it; or, for a share
+        /// that took its daemon down at `maxAttempts` consecutive deaths (or whose attempts are used up), a quarantine
+        /// instead.
+        case start
+        /// Successful runs recorded as such (claimed, run succeeded) when no next run starts to carry them.
+        case succeed
         /// processing removed (claimed → processed).
         case complete
         /// processing → incoming with a not-before time (claimed → published, attempts + 1).
@@ -64,11 +71,21 @@ package struct ShareLifecycle: Sendable {
         case unpublished([String], code: ShareError.Code?)
         case rolledBack(Manifest, code: ShareError.Code?)
         case claimed([String])
+        /// The processor of a claimed share is about to run (committed before it runs), and the runs of `succeeded`
+        /// ended in success (their completions follow in the next batch).
+        case started(String, succeeded: [String])
+        /// Runs that ended in success, their completions to follow in the next batch.
+        case succeeded([String])
         case processed([Completion])
         case retry(String, code: ShareError.Code, durationMilliseconds: Int64, notBefore: Int64)
         case quarantined(String, code: ShareError.Code, durationMilliseconds: Int64?)
         case released(String)
+        /// A dead claim whose processor was not running: back to published, nothing charged.
         case recovered(String)
+        /// A dead claim whose processor was running when its daemon died: back to published, the death charged.
+        case crashed(String)
+        /// A dead claim whose processor had succeeded, its completion not recorded: recorded processed.
+        case finished(String)
         case requeued(String)
         case purged(String)
         case repair(String, to: ShareState)
@@ -88,7 +105,8 @@ package struct ShareLifecycle: Sendable {
             case .published: [.staged]
             case .unpublished: [.staged]
             case .claimed: [.published]
-            case .processed, .retry, .quarantined, .released, .recovered: [.claimed]
+            case .started, .succeeded, .processed, .retry, .quarantined, .released, .recovered, .crashed, .finished:
+                [.claimed]
             case .requeued, .purged: [.quarantined]
             }
         }
@@ -97,10 +115,10 @@ package struct ShareLifecycle: Sendable {
         var to: ShareState? {
             switch self {
             case .staged: .staged
-            case .published, .retry, .released, .recovered, .requeued: .published
+            case .published, .retry, .released, .recovered, .crashed, .requeued: .published
             case .unpublished, .rolledBack: .rejected
-            case .claimed: .claimed
-            case .processed: .processed
+            case .claimed, .started, .succeeded: .claimed
+            case .processed, .finished: .processed
             case .quarantined: .quarantined
             case .purged: .purged
             case .repair(_, let state): state
@@ -115,11 +133,15 @@ package struct ShareLifecycle: Sendable {
             case .unpublished: "unpublished"
             case .rolledBack: "rolled-back"
             case .claimed: "claimed"
+            case .started: "started"
+            case .succeeded: "succeeded"
             case .processed: "processed"
             case .retry: "retry"
             case .quarantined: "quarantined"
             case .released: "released"
             case .recovered: "recovered"
+            case .crashed: "crashed"
+            case .finished: "finished"
             case .requeued: "requeued"
             case .purged: "purged"
             case .repair: "repaired"
@@ -130,6 +152,9 @@ package struct ShareLifecycle: Sendable {
             }
         }
     }
+
+    /// What a claimed share has behind it (attempts, and consecutive deaths while its processor ran).
+    package typealias History = ClaimHistory
 
     /// One processed share: its id and how long the processor took.
     struct Completion: Sendable, Equatable {
@@ -185,9 +210,8 @@ package struct ShareLifecycle: Sendable {
         case done
         /// The action applied to `done` only (a move, lock or source removal that some shares did not pass).
         case partly(done: [String])
-        /// A claim recorded: the attempts each share had made (shares missing were in a state a claim does not
-        /// start from).
-        case claimed(attempts: [String: Int])
+        /// A claim recorded: each share's history (shares missing were in a state a claim does not start from).
+        case claimed([String: History])
         /// Contents reserved: per reservation, in the run's order, each copy's original (nil: the copy is an original).
         case reserved([[DuplicateOrigin?]])
         /// The action failed as a whole.
@@ -198,8 +222,8 @@ package struct ShareLifecycle: Sendable {
     enum Outcome: Sendable {
         /// Every share of the run took the transition, except `failed` (each with why).
         case finished(failed: [String: ShareError])
-        /// Claimed shares, with the attempts each had already made.
-        case claimed([String: Int])
+        /// Claimed shares, with each one's history.
+        case claimed([String: History])
         /// Per reservation, in the run's order, each reserved copy's original (nil: it is one).
         case reserved([[DuplicateOrigin?]])
     }
@@ -224,6 +248,7 @@ package struct ShareLifecycle: Sendable {
         "publish.record-rolled-back",
         "roll-back.remove-staging", "roll-back.record-rolled-back", "discard.remove-staging",
         "claim.lock", "claim.move-processing", "claim.record-claimed", "claim.move-incoming",
+        "start.record-started", "succeed.record-succeeded",
         "complete.record-processed", "complete.remove-processing",
         "retry.record-retry", "retry.move-incoming",
         "quarantine.write-reason", "quarantine.record-quarantined", "quarantine.move-quarantine",
@@ -233,9 +258,10 @@ package struct ShareLifecycle: Sendable {
         "purge.record-purged", "purge.remove-quarantine", "purge.sync-quarantine",
         "recover.remove-staging", "recover.record-unpublished", "recover.remove-processing", "recover.sync-processing",
         "recover.write-reason", "recover.move-quarantine", "recover.sync-quarantine", "recover.remove-reason",
-        "recover.record-recovered", "recover.move-incoming", "recover.sync-incoming", "recover.record-repaired",
-        "recover.record-published", "recover.record-sources-done", "recover.record-all-sources-done",
-        "recover.record-contents-released", "reserve.record-reserved",
+        "recover.record-recovered", "recover.record-crashed", "recover.record-finished", "recover.move-incoming",
+        "recover.sync-incoming",
+        "recover.record-repaired", "recover.record-published", "recover.record-sources-done",
+        "recover.record-all-sources-done", "recover.record-contents-released", "reserve.record-reserved",
     ]
 
     let transition: Transition
@@ -246,7 +272,7 @@ package struct ShareLifecycle: Sendable {
     private var pending: [Action]
     /// What to do if the action in flight fails: the compensation, and whether the run ends failed.
     private var onFailure: Compensation
-    private var attempts: [String: Int] = [:]
+    private var histories: [String: History] = [:]
     /// What a reservation answered.
     private var origins: [[DuplicateOrigin?]] = []
     /// A publish run's staged records.
@@ -326,13 +352,65 @@ package struct ShareLifecycle: Sendable {
             onFailure: .abort)
     }
 
-    /// A failed attempt (`attempt` is 1-based; `durationMilliseconds` nil when no attempt could run): retried with
-    /// a doubling delay while attempts are left, else quarantined.
+    /// Start: the run's start recorded (its share still claimed, its run started) before the processor runs, so
+    /// that a death of its daemon from here on is charged to it and a death before it never is; the same commit
+    /// records the successes of `succeeded` (the worker's runs that ended since its last start), so that a death
+    /// before their completions are recorded does not run them again. A share that must not run again (`refusal`)
+    /// is quarantined instead, without running (the caller records `succeeded` on its own then).
+    static func start(
+        _ shareID: String, history: History, maxAttempts: Int, now: Int64, firstAttemptAt: Int64?,
+        succeeded: [String] = []
+    ) -> ShareLifecycle {
+        guard let error = refusal(history, maxAttempts: maxAttempts) else {
+            return ShareLifecycle(
+                .start, shares: [shareID], actions: [.record(.started(shareID, succeeded: succeeded))],
+                onFailure: .abort)
+        }
+        let reason = QuarantineReason(
+            code: .processorFailed, message: "\(error.code.rawValue): \(error.message)",
+            attempts: history.attempts + history.deaths,
+            firstAttemptAt: Date.rfc3339(milliseconds: firstAttemptAt ?? now),
+            lastAttemptAt: Date.rfc3339(milliseconds: now))
+        return quarantine(shareID, reason: reason, code: error.code, durationMilliseconds: nil)
+    }
+
+    /// Succeed: runs that ended in success recorded as such, when no next start carries them.
+    static func succeed(_ shareIDs: [String]) -> ShareLifecycle {
+        ShareLifecycle(.succeed, shares: shareIDs, actions: [.record(.succeeded(shareIDs))], onFailure: .abort)
+    }
+
+    /// Whether a claimed share runs alone in its process: one with a death on its record starts only once the runs
+    /// in progress have ended, and none starts beside it, so that a next death of its daemon is charged to it alone.
+    /// Without it, a share that happened to run beside one that kills its daemon would be claimed, started and
+    /// charged beside it again at every restart, and quarantined with it.
+    package static func runsAlone(_ history: History) -> Bool {
+        history.deaths > 0
+    }
+
+    /// Why a claimed share must not run again, nil when it may: its processor was running at `maxAttempts`
+    /// consecutive deaths of its daemon (the share takes its daemon down), or its attempts are used up (made
+    /// before `--max-attempts` was lowered).
+    static func refusal(_ history: History, maxAttempts: Int) -> ShareError? {
+        let allowed = max(1, maxAttempts)
+        if history.deaths >= allowed {
+            return ShareError(
+                .processorFailed,
+                "the processor was running at \(history.deaths) consecutive deaths of its daemon: "
+                    + "the share takes its daemon down")
+        }
+        if history.attempts >= allowed {
+            return ShareError(.processorFailed, "\(history.attempts) attempts made, \(allowed) allowed")
+        }
+        return nil
+    }
+
+    /// A failed attempt (`attempt` is 1-based): retried with a doubling delay while attempts are left, else
+    /// quarantined.
     static func failed(
-        _ shareID: String, attempt: Int, error: ShareError, durationMilliseconds: Int64?, policy: RetryPolicy,
+        _ shareID: String, attempt: Int, error: ShareError, durationMilliseconds: Int64, policy: RetryPolicy,
         now: Int64, firstAttemptAt: Int64?
     ) -> ShareLifecycle {
-        if let durationMilliseconds, attempt < max(1, policy.maxAttempts) {
+        if attempt < max(1, policy.maxAttempts) {
             let notBefore = policy.notBefore(after: attempt, now: now)
             return ShareLifecycle(
                 .retry, shares: [shareID],
@@ -342,9 +420,8 @@ package struct ShareLifecycle: Sendable {
                     .move([shareID], from: .processing, to: .incoming),
                 ], onFailure: .abort)
         }
-        let attempts = durationMilliseconds == nil ? attempt - 1 : attempt
         let reason = QuarantineReason(
-            code: .processorFailed, message: "\(error.code.rawValue): \(error.message)", attempts: attempts,
+            code: .processorFailed, message: "\(error.code.rawValue): \(error.message)", attempts: attempt,
             firstAttemptAt: Date.rfc3339(milliseconds: firstAttemptAt ?? now),
             lastAttemptAt: Date.rfc3339(milliseconds: now))
         return quarantine(shareID, reason: reason, code: error.code, durationMilliseconds: durationMilliseconds)
@@ -411,10 +488,10 @@ package struct ShareLifecycle: Sendable {
             let left = Set(done)
             let dropped = shares.filter { !left.contains($0) }
             advance(after: action, done: done, dropped: dropped)
-        case .claimed(let attempts):
-            self.attempts = attempts
-            let strays = shares.filter { attempts[$0] == nil }
-            shares = shares.filter { attempts[$0] != nil }
+        case .claimed(let histories):
+            self.histories = histories
+            let strays = shares.filter { histories[$0] == nil }
+            shares = shares.filter { histories[$0] != nil }
             if !strays.isEmpty {
                 // Rows in a state a claim does not start from: the shares go back untouched for recovery.
                 pending.insert(.move(strays, from: .processing, to: .incoming), at: 0)
@@ -430,7 +507,7 @@ package struct ShareLifecycle: Sendable {
     private mutating func next() -> Step {
         if !pending.isEmpty { return .perform(pending.removeFirst()) }
         phase = .finished
-        if transition == .claim { return .finish(.claimed(attempts.filter { shares.contains($0.key) })) }
+        if transition == .claim { return .finish(.claimed(histories.filter { shares.contains($0.key) })) }
         if transition == .reserve && failures.isEmpty { return .finish(.reserved(origins)) }
         return .finish(.finished(failed: failures))
     }

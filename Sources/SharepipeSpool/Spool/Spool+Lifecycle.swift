@@ -10,13 +10,18 @@ package final class ShareClaim: Sendable {
     package let shareID: String
     /// Attempts recorded before this one.
     package let previousAttempts: Int
+    /// The consecutive deaths of a daemon its processor was running at, before this claim.
+    package let previousDeaths: Int
     let held: HeldLock
 
-    init(previousAttempts: Int, held: HeldLock) {
+    init(history: ShareLifecycle.History, held: HeldLock) {
         shareID = held.shareID
-        self.previousAttempts = previousAttempts
+        previousAttempts = history.attempts
+        previousDeaths = history.deaths
         self.held = held
     }
+
+    package var history: ShareLifecycle.History { .init(attempts: previousAttempts, deaths: previousDeaths) }
 }
 
 /// The lock on a claimed `processing/S`, taken by the claim's `lock` action before the claim is recorded.
@@ -43,6 +48,13 @@ final class HeldLock: Sendable {
 package enum FailedAttempt: Sendable, Equatable {
     case retried
     case quarantined
+}
+
+/// What the start of a claim's run did: recorded it (the processor may run), or quarantined the share, which must
+/// not run again (`ShareLifecycle.refusal`), with why.
+package enum RunStart: Sendable {
+    case started
+    case quarantined(ShareError)
 }
 
 /// The spool's transitions, each a run of `ShareLifecycle` performed by the one executor. Nothing else moves a
@@ -92,10 +104,10 @@ extension Spool {
         let outcome = executor.execute(&run, spool: self, context: context)
         let locks = context.take()
         switch outcome {
-        case .claimed(let attempts):
+        case .claimed(let histories):
             return shareIDs.compactMap { id in
-                guard let previous = attempts[id], let held = locks[id] else { return nil }
-                return ShareClaim(previousAttempts: previous, held: held)
+                guard let history = histories[id], let held = locks[id] else { return nil }
+                return ShareClaim(history: history, held: held)
             }
         case .finished(let failed):
             if let error = failed.values.first { throw error }
@@ -103,6 +115,31 @@ extension Spool {
         case .reserved:
             return []
         }
+    }
+
+    /// Records the start of a claim's run, committed before its processor runs: from here on a death of this
+    /// process is charged to the share. The same commit records the successes of `succeeded` (runs of this worker
+    /// whose completions are still to be handed over). A share that must not run again is quarantined instead.
+    package func start(
+        _ claim: ShareClaim, maxAttempts: Int, now: Int64 = LedgerClock.now(), succeeded: [String] = []
+    ) throws -> RunStart {
+        let refusal = ShareLifecycle.refusal(claim.history, maxAttempts: maxAttempts)
+        if refusal != nil && !succeeded.isEmpty { try succeed(succeeded) }
+        let first = refusal == nil ? nil : try ledger.firstAttemptAt(shareID: claim.shareID)
+        var run = ShareLifecycle.start(
+            claim.shareID, history: claim.history, maxAttempts: maxAttempts, now: now, firstAttemptAt: first,
+            succeeded: refusal == nil ? succeeded : [])
+        let context = LifecycleExecutor.RunContext(sources: [:])
+        if refusal != nil { context.adopt(claim.held) }
+        try finish(&run, context: context)
+        return refusal.map { .quarantined($0) } ?? .started
+    }
+
+    /// Records that the runs of these claims succeeded (their completions follow), when no start carries them.
+    package func succeed(_ shareIDs: [String]) throws {
+        guard !shareIDs.isEmpty else { return }
+        var run = ShareLifecycle.succeed(shareIDs)
+        try finish(&run, context: .init(sources: [:]))
     }
 
     /// Success, recorded and removed in the executor's next completion batch.
@@ -124,15 +161,14 @@ extension Spool {
         }
     }
 
-    /// A failed attempt (`durationMilliseconds` nil when no attempt could run): retried with a doubling delay while
-    /// attempts are left, quarantined otherwise.
+    /// A failed attempt: retried with a doubling delay while attempts are left, quarantined otherwise.
     @discardableResult
     package func fail(
-        _ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64?,
+        _ claim: consuming ShareClaim, error: ShareError, durationMilliseconds: Int64,
         policy: ShareLifecycle.RetryPolicy, now: Int64 = LedgerClock.now()
     ) throws -> FailedAttempt {
         let attempt = claim.previousAttempts + 1
-        let quarantines = durationMilliseconds == nil || attempt >= max(1, policy.maxAttempts)
+        let quarantines = attempt >= max(1, policy.maxAttempts)
         let first = quarantines ? try ledger.firstAttemptAt(shareID: claim.shareID) : nil
         var run = ShareLifecycle.failed(
             claim.shareID, attempt: attempt, error: error, durationMilliseconds: durationMilliseconds, policy: policy,
@@ -187,9 +223,13 @@ extension Spool {
         case .rolledBack(let manifest, let code):
             try ledger.recordRolledBack(manifest, code: code, spool: id)
         case .claimed(let ids):
-            let (attempts, claimViolations) = try ledger.recordClaimed(ids)
+            let (histories, claimViolations) = try ledger.recordClaimed(ids)
             logViolations(claimViolations, during: point)
-            return .claimed(attempts: attempts)
+            return .claimed(histories)
+        case .started(let id, let succeeded):
+            violations = try ledger.recordRuns(started: id, succeeded: succeeded)
+        case .succeeded(let ids):
+            violations = try ledger.recordRuns(started: nil, succeeded: ids)
         case .processed(let completions):
             violations = try ledger.recordProcessed(completions.map { ($0.shareID, $0.durationMilliseconds) })
         case .retry(let id, let code, let duration, let notBefore):
@@ -201,6 +241,10 @@ extension Spool {
             violations = try ledger.recordReleased(shareID: id)
         case .recovered(let id):
             violations = try ledger.recordRecovered(shareID: id)
+        case .crashed(let id):
+            violations = try ledger.recordCrashed(shareID: id)
+        case .finished(let id):
+            violations = try ledger.recordFinished(shareID: id)
         case .requeued(let id):
             violations = try ledger.recordRequeued(shareID: id)
         case .purged(let id):

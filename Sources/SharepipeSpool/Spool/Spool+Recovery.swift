@@ -6,7 +6,7 @@ import SharepipeSystem
 public struct RecoveryReport: Sendable, Equatable {
     /// Unpublished shares deleted from `staging`.
     public var stagingRemoved = 0
-    /// Dead claims moved back to `incoming` (their interrupted attempt counted).
+    /// Dead claims moved back to `incoming` (a death charged to those whose processor was running).
     public var returnedToIncoming = 0
     /// Dead claims already recorded processed, whose copies were removed.
     public var completed = 0
@@ -103,8 +103,9 @@ extension Spool {
         let recorded = try ledger.state(ofShare: shareID)
         let hasReason = try System.lstatIfPresent(path(stage, shareID) + "/" + QuarantineReason.fileName) != nil
         let reason = recorded == .quarantined && !hasReason ? try recoveredReason(shareID) : nil
+        let runState = recorded == .claimed ? try ledger.runState(ofShare: shareID) : .notStarted
         var (run, kind) = ShareLifecycle.recovery(
-            of: shareID, foundIn: stage, recorded: recorded, hasReason: hasReason, reason: reason)
+            of: shareID, foundIn: stage, recorded: recorded, run: runState, hasReason: hasReason, reason: reason)
         let context = LifecycleExecutor.RunContext(sources: [:])
         if let lock { context.adopt(lock) }
         if case .finished(let failed) = executor.execute(&run, spool: self, context: context),

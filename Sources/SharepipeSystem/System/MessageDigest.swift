@@ -1,15 +1,19 @@
 import CCrypto
 
-/// An incremental SHA-1 or SHA-256 over libcrypto, giving raw digest bytes (tus's `Upload-Checksum` compares them
-/// with what the client sent in base64).
+/// An incremental SHA-1, SHA-256 or SHA-512 over libcrypto, giving raw digest bytes (tus's `Upload-Checksum` and
+/// RFC 9530's digest fields compare them with what the client sent in base64).
 package final class MessageDigest {
-    package enum Algorithm: Sendable { case sha1, sha256 }
+    package enum Algorithm: Sendable { case sha1, sha256, sha512 }
 
     private let context: OpaquePointer
 
     package init(_ algorithm: Algorithm) {
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
-        EVP_DigestInit_ex(context, algorithm == .sha1 ? EVP_sha1() : EVP_sha256(), nil)
+        switch algorithm {
+        case .sha1: EVP_DigestInit_ex(context, EVP_sha1(), nil)
+        case .sha256: EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        case .sha512: EVP_DigestInit_ex(context, EVP_sha512(), nil)
+        }
         self.context = context
     }
 
