@@ -26,17 +26,7 @@ package struct WebhookSecret: Sendable {
 
     /// Reads and checks a secret file: a regular file not accessible to group or others, one secret.
     package static func load(path: String) throws -> WebhookSecret {
-        let status = try System.lstat(path)
-        guard status.kind == .regular else {
-            throw ShareError(.io, "the secret file is not a regular file", errno: Errno.invalidArgument)
-        }
-        guard status.permissions & 0o077 == 0 else {
-            let mode = String(status.permissions, radix: 8)
-            throw ShareError(
-                .io, "the secret file has mode \(mode): it must not be accessible to group or others (chmod 600)",
-                errno: Errno.accessDenied)
-        }
-        return try WebhookSecret(text: String(decoding: try System.readFile(path, limit: 4096), as: UTF8.self))
+        try WebhookSecret(text: System.readPrivateFile(path, naming: "the secret file", limit: 4096))
     }
 
     /// The `webhook-signature` value for a message.

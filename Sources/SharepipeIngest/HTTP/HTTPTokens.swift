@@ -16,17 +16,7 @@ package struct HTTPTokens: Sendable {
 
     /// Reads and checks a tokens file; a file that is group- or other-readable, malformed or empty is refused.
     package static func load(path: String) throws -> HTTPTokens {
-        let status = try System.lstat(path)
-        guard status.kind == .regular else {
-            throw ShareError(.io, "the tokens file is not a regular file", errno: Errno.invalidArgument)
-        }
-        guard status.permissions & 0o077 == 0 else {
-            let mode = String(status.permissions, radix: 8)
-            throw ShareError(
-                .io, "the tokens file has mode \(mode): it must not be accessible to group or others (chmod 600)",
-                errno: Errno.accessDenied)
-        }
-        let text = String(decoding: try System.readFile(path, limit: 1 << 20), as: UTF8.self)
+        let text = try System.readPrivateFile(path, naming: "the tokens file", limit: 1 << 20)
         var entries: [(name: String, token: String)] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let trimmed = line.trimmingSpaces()

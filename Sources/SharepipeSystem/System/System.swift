@@ -202,6 +202,22 @@ package enum System {
         try syncDirectory(directory)
     }
 
+    /// Reads a credentials file (`--tokens`, `--notify-secret`): a regular file, not a symlink, that group and others
+    /// cannot access. `what` names the file in the errors ("the tokens file").
+    package static func readPrivateFile(_ path: String, naming what: String, limit: Int) throws -> String {
+        let status = try lstat(path)
+        guard status.kind == .regular else {
+            throw ShareError(.io, "\(what) is not a regular file", errno: Errno.invalidArgument)
+        }
+        guard status.permissions & 0o077 == 0 else {
+            let mode = String(status.permissions, radix: 8)
+            throw ShareError(
+                .io, "\(what) has mode \(mode): it must not be accessible to group or others (chmod 600)",
+                errno: Errno.accessDenied)
+        }
+        return String(decoding: try readFile(path, limit: limit), as: UTF8.self)
+    }
+
     /// Reads a whole small file; refuses anything but a regular file.
     package static func readFile(_ path: String, limit: Int = 16 << 20) throws -> [UInt8] {
         let file = try FileDescriptor.openForReading(path)
