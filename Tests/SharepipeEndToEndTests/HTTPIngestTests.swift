@@ -158,12 +158,13 @@ struct HTTPIngestTests {
             #expect(lie.headers["location"]?.hasPrefix("/v1/shares/") == true)
 
             let big = try writeFile(dir + "/big.bin", randomBytes(1 << 20))
-            let early = try await curlResponse(["--data-binary", "@" + big, daemon.baseURL + "/v1/shares"])
+            let early = try await curlResponse(
+                ["--data-binary", "@" + big, daemon.baseURL + "/v1/shares"], refusedWhileSending: true)
             #expect(early.status == 413)
             #expect((try early.json["error"] as? [String: Any])?["code"] as? String == "ERR_TOO_LARGE")
             let whileReceiving = try await curlResponse([
                 "-H", "Transfer-Encoding: chunked", "--data-binary", "@" + big, daemon.baseURL + "/v1/shares",
-            ])
+            ], refusedWhileSending: true)
             #expect(whileReceiving.status == 413)
             #expect((try whileReceiving.json["error"] as? [String: Any])?["code"] as? String == "ERR_TOO_LARGE")
             let notes = fixturePath("files/notes.txt")

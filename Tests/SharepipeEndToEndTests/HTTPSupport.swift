@@ -164,10 +164,20 @@ struct CurlResponse {
 }
 
 /// One request with curl, returning the last response's status, headers and body.
-func curlResponse(_ arguments: [String], timeout: Duration = .seconds(120)) async throws -> CurlResponse {
+/// `refusedWhileSending`: the server is expected to refuse the request before or while it reads the body. HTTP lets it
+/// answer and close while the client still sends, and curl then sometimes reports the broken pipe (exit 55) instead
+/// of the answer; such a request is sent again (at most three times), since a refusal ingests nothing.
+func curlResponse(
+    _ arguments: [String], timeout: Duration = .seconds(120), refusedWhileSending: Bool = false
+) async throws -> CurlResponse {
     let headersFile = NSTemporaryDirectory() + "sharepipe-headers-" + UUID().uuidString
     defer { try? FileManager.default.removeItem(atPath: headersFile) }
-    let result = try await curl(["-D", headersFile] + arguments, timeout: timeout)
+    var result = try await curl(["-D", headersFile] + arguments, timeout: timeout)
+    var tries = 1
+    while refusedWhileSending, result.status == 55, tries < 3 {
+        tries += 1
+        result = try await curl(["-D", headersFile] + arguments, timeout: timeout)
+    }
     guard result.status == 0 else { throw SupportError("curl failed (\(result.status)): \(result.stderr)") }
     let raw = String(decoding: FileManager.default.contents(atPath: headersFile) ?? Data(), as: UTF8.self)
     // With 100 Continue there are two header blocks; the last is the answer.
