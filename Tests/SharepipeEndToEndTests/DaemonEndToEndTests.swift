@@ -251,7 +251,9 @@ struct DaemonEndToEndTests {
     @Test func pollModeAloneIngestsFilesAndFolders() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = DaemonSandbox(root: dir)
-            let daemon = try await sandbox.start(["--output", sandbox.output, "--poll", "100"])
+            // Two equal polls 500 ms apart mark an entry quiet: the slow folder's writes, 50 ms apart, stay inside
+            // that window even when a loaded CI machine stretches a sleep (at 100 ms the folder once split in three).
+            let daemon = try await sandbox.start(["--output", sandbox.output, "--poll", "500"])
             #expect(daemon.stderrSoFar.contains("mode=poll"))
             // Polling means no inotify descriptor at all.
             #expect(!openDescriptorTargets(daemon.pid).contains("anon_inode:inotify"))
