@@ -200,7 +200,16 @@ struct NotificationTests {
             first.signal(SIGKILL)
             #expect(try await first.exit().status == 128 + SIGKILL)
             let second = try await sandbox.daemon()
-            #expect(try await sandbox.waitForAcknowledged(2 * count, timeout: .seconds(240)))
+            let all = try await sandbox.waitForAcknowledged(2 * count, timeout: .seconds(240))
+            // Once seen in a CI run (not reproduced since): what was left undelivered, and why, for the next one.
+            var left = ""
+            if !all {
+                let pending = try runSharepipe(["notifications", "ls", "--state", sandbox.state, "--json"])
+                let shares = try runSharepipe(["ls", "--state", sandbox.state])
+                left = "pending: \(pending.stdout)\nshares: \(shares.stdout)\(shares.stderr)\n"
+                    + "first daemon: \(first.stderrSoFar.suffix(3000))\nsecond: \(second.stderrSoFar.suffix(6000))"
+            }
+            #expect(all, "\(left)")
             let deliveries = sandbox.receiver.deliveries
             Self.expectOneIDPerEventInOrder(deliveries)
             // A repeat is only an acknowledgement lost to the kill: the same id, at most the lanes' batch in flight.
