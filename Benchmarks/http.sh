@@ -24,7 +24,7 @@ QUICK=0 ONLY_RESUMABLE=0
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PEERS=$ROOT/Benchmarks/peers
 FILES=2000 BIG_MIB=1024 MANY=16 MANY_MIB=256 WRK_SECONDS=10 SLOW=1000 SLOW_SECONDS=30 IDLE=10000
-((QUICK)) && { BIG_MIB=256; MANY_MIB=64; WRK_SECONDS=4; SLOW=200; SLOW_SECONDS=25; IDLE=2000; }
+((QUICK)) && { BIG_MIB=256; MANY_MIB=64; WRK_SECONDS=4; SLOW=200; SLOW_SECONDS=25; }
 # 10,000 connections need as many descriptors in the daemon and in the client holding them.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p "$WORK"

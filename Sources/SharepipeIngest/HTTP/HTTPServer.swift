@@ -509,6 +509,9 @@ final class RequestContext: @unchecked Sendable {
     /// How much of a body refused in its middle is read and dropped so the client still gets the answer;
     /// libmicrohttpd can only answer once a body is read, and past this the connection is closed instead.
     static let discardLimit: Int64 = 64 << 20
+    /// How much of a body refused before it was read (a limit, a token, a route) is read and dropped.
+    static let earlyDiscardLimit: Int64 = 8 << 20
+    private var discardLimit = RequestContext.discardLimit
     private var releases: [@Sendable () -> Void] = []
     private let answer = Mutex<HTTPResponse?>(nil)
 
@@ -535,13 +538,23 @@ final class RequestContext: @unchecked Sendable {
         return perform(context.handle(.head(at: System.monotonicNanoseconds(), next: next())))
     }
 
-    /// How the request goes on from its phase: an answer decided before a body that is on its way goes out now,
-    /// and the body is not read (the connection then closes); a request without a body is answered after its end,
-    /// keeping the connection alive.
+    /// How the request goes on from its phase. An answer decided before the body: a request without a body, or
+    /// whose body of at most `earlyDiscardLimit` bytes is already on its way (no `Expect: 100-continue`), is
+    /// answered after the body's end, read and dropped, keeping the connection alive — answered at once and closed,
+    /// the client would still be sending, and the reset its unread bytes cause may destroy the answer before the
+    /// client reads it (curl then reports a broken pipe instead of the 413). A client that waits for `100 Continue`
+    /// or announces a larger body is answered at once, its body not read (the connection then closes).
     private func next() -> HTTPConnection.Next {
         let hasBody = head.contentLength.map { $0 > 0 } ?? (head["transfer-encoding"] != nil)
         switch phase {
-        case .answer: return hasBody ? .answer : .receive
+        case .answer:
+            guard hasBody else { return .receive }
+            let waits = head["expect"]?.lowercased() == "100-continue"
+            if !waits, let length = head.contentLength, length <= Self.earlyDiscardLimit {
+                discardLimit = Self.earlyDiscardLimit
+                return .receive
+            }
+            return .answer
         case .admitting: return .admit
         default: return .receive
         }
@@ -608,7 +621,7 @@ final class RequestContext: @unchecked Sendable {
             default:
                 // A body nobody reads (a GET's, or the rest of a refused one): discarded, up to a point.
                 discarded += Int64(bytes.count)
-                if discarded > Self.discardLimit { return .NO }
+                if discarded > discardLimit { return .NO }
             }
         } catch {
             return refuse(error)
