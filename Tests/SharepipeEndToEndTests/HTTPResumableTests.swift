@@ -143,7 +143,7 @@ struct HTTPResumableTests {
                 else { return false }
                 return offset >= 1 << 20 && FileManager.default.fileExists(atPath: urlFile + ".paused")
             }
-            #expect(progressed)
+            #expect(progressed, "client: \(first.stdoutSoFar)\ndaemon: \(daemon.process.stderrSoFar.suffix(4000))")
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.exit(timeout: .seconds(10))
             _ = try writeFile(urlFile + ".go", "")

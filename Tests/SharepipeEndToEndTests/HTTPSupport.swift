@@ -119,6 +119,11 @@ final class ToolProcess: @unchecked Sendable {
 
     var isRunning: Bool { process.isRunning }
 
+    /// What it wrote to stdout so far.
+    var stdoutSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/stdout") ?? Data(), as: UTF8.self)
+    }
+
     /// Sends a signal.
     func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)
