@@ -86,6 +86,28 @@ struct HTTPResumableUploadTests {
         }
     }
 
+    /// Sent whole in its first request, an upload is hashed as it arrives (past its first MiB on a thread of its
+    /// own, from the page cache) and adopted without being read again: the receipt's SHA-256 and the stored bytes
+    /// are the file's.
+    @Test func anUploadSentWholeIsStoredWithTheSHA256OfItsBytes() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let daemon = try await sandbox.start()
+            let file = try writeFile(dir + "/video.bin", randomBytes(Self.size + 12345))
+            let expected = try await sha256(ofFile: file)
+            let whole = try await Self.client(
+                "whole", daemon.baseURL, file: file, version: 8, argument: "-", state: dir + "/upload-state")
+            #expect(whole["status"] as? Int == 201, "\(whole)")
+            let receipt = try #require(whole["body"] as? [String: Any])
+            let attachments = try #require(receipt["attachments"] as? [[String: Any]])
+            #expect(attachments.first?["sha256"] as? String == expected)
+            #expect(try await eventually(.seconds(120)) { Self.storedPaths(sandbox).count == 1 })
+            let stored = try #require(Self.storedPaths(sandbox).first)
+            #expect(try await sha256(ofFile: stored) == expected)
+            _ = try await daemon.stop()
+        }
+    }
+
     @Test func aKillNineBetweenTheCutAndTheResumeLosesNothing() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)

@@ -19,10 +19,13 @@ final class TusReceiver: @unchecked Sendable {
     private var writebackFrom: Int64 = 0
     /// The share the upload became, once ingested.
     private(set) var shareID: String?
-    /// The SHA-256 of a `ResumableProtocol` upload whose first request this is, computed as its bytes arrive: when the
-    /// upload completes in this request (not interrupted), its data file is adopted as the share's copy without
-    /// being read again.
-    private let wholeDigest: MessageDigest?
+    /// The SHA-256 of a `ResumableProtocol` upload whose first request this is, computed as its bytes arrive (past
+    /// the first MiB on a thread of its own, read back from the page cache through `hashSource`, as a plain body's
+    /// is): when the upload completes in this request (not interrupted), its data file is adopted as the share's
+    /// copy without being read again.
+    private var wholeDigest: ReceiveHasher?
+    /// The data file open for reading, for `wholeDigest`; closed only once the hasher is idle (`stopHashing`).
+    private var hashSource: FileDescriptor?
     private var wholeSHA256: String?
     /// The request's `Content-Digest`, checked over its body: a mismatch appends nothing.
     private let contentDigest: DigestFields.Check?
@@ -36,7 +39,12 @@ final class TusReceiver: @unchecked Sendable {
     ) {
         self.resumable = resumable
         self.contentDigest = contentDigest.map(DigestFields.Check.init)
-        wholeDigest = resumable != nil && upload.offset == 0 && limit > 0 ? MessageDigest(.sha256) : nil
+        if resumable != nil && upload.offset == 0 && limit > 0,
+            let source = try? FileDescriptor.openForReading(server.uploads.dataPath(upload.id))
+        {
+            wholeDigest = ReceiveHasher(descriptor: source.rawValue)
+            hashSource = consume source
+        }
         self.server = server
         self.upload = upload
         self.file = file
@@ -44,6 +52,17 @@ final class TusReceiver: @unchecked Sendable {
         self.creation = creation
         self.limit = limit
         digest = checksum.map { MessageDigest($0.algorithm == .sha1 ? .sha1 : .sha256) }
+    }
+
+    deinit {
+        stopHashing()
+    }
+
+    /// Ends the whole upload's hashing: its thread no longer reads the data file, which is then closed.
+    private func stopHashing() {
+        wholeDigest?.waitUntilIdle()
+        wholeDigest = nil
+        hashSource = nil
     }
 
     /// Appends the next bytes of the body.
@@ -66,7 +85,14 @@ final class TusReceiver: @unchecked Sendable {
         }
         digest?.update(bytes)
         contentDigest?.update(bytes)
-        wholeDigest?.update(bytes)
+        if let wholeDigest {
+            do {
+                try wholeDigest.written(bytes)
+            } catch {
+                // The hash can be made again from the file when the upload completes.
+                stopHashing()
+            }
+        }
         received += Int64(bytes.count)
         if received - writebackFrom >= Int64(CopyEngine.chunkSize) {
             file?.startWriteback(offset: upload.offset + writebackFrom, length: Int(received - writebackFrom))
@@ -82,7 +108,8 @@ final class TusReceiver: @unchecked Sendable {
                 resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error))])
         }
         if let resumable {
-            wholeSHA256 = wholeDigest.map { hex($0.finalize()) }
+            wholeSHA256 = try? wholeDigest?.finalize()
+            stopHashing()
             let now = System.wallClockNanoseconds() / 1_000_000
             return await perform(ResumableProtocol.received(
                 upload, bytes: received, resumable.append, creation: creation, resumable.version,
@@ -97,6 +124,7 @@ final class TusReceiver: @unchecked Sendable {
     /// are cut off by the next PATCH. `ResumableProtocol`: what arrived is synced and recorded (on the connection's
     /// thread, before the upload is released, so a resuming request that waits for it sees the new offset).
     func abandon() {
+        stopHashing()
         defer { file = nil }
         guard resumable != nil, file != nil else { return }
         for action in ResumableProtocol.interrupted(upload, bytes: received) {
