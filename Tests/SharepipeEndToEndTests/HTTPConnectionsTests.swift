@@ -251,6 +251,49 @@ struct HTTPConnectionsTests {
         }
     }
 
+    /// Each request right after the answer to the one before, on a new connection: a repeated `Idempotency-Key`
+    /// is replayed (200), never "in progress" (409), and a tus upload's next `PATCH` is taken, never "busy" (409).
+    static let backToBack = #"""
+        import sys, uuid
+        import requests
+
+        base, rounds = sys.argv[1], int(sys.argv[2])
+        seen = []
+        for i in range(rounds):
+            key = str(uuid.uuid4())
+            for _ in range(2):
+                seen.append(requests.post(base + "/v1/shares", data=b"once %d\n" % i,
+                                          headers={"Idempotency-Key": key}).status_code)
+        size = 64 * 1024
+        made = requests.post(base + "/v1/uploads/", headers={
+            "Tus-Resumable": "1.0.0", "Upload-Length": str(size * rounds), "Upload-Metadata": "filename YS5iaW4="})
+        seen.append(made.status_code)
+        location = made.headers["Location"]
+        url = location if location.startswith("http") else base + location
+        for i in range(rounds):
+            seen.append(requests.patch(url, data=b"x" * size, headers={
+                "Tus-Resumable": "1.0.0", "Upload-Offset": str(i * size),
+                "Content-Type": "application/offset+octet-stream"}).status_code)
+        print(" ".join(str(status) for status in seen))
+        """#
+
+    @Test func theNextRequestRightAfterAnAnswerFindsNothingInProgress() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let daemon = try await sandbox.start(["--processor", "discard"])
+            let python = try await pythonWithClients()
+            let script = try writeFile(dir + "/back-to-back.py", Self.backToBack)
+            let rounds = 100
+            let result = try await ToolProcess(python, [script, daemon.baseURL, String(rounds)])
+                .result(timeout: .seconds(240))
+            let statuses = result.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).map { Int($0) ?? 0 }
+            let expected = Array(repeating: [201, 200], count: rounds).flatMap { $0 } + [201]
+                + Array(repeating: 204, count: rounds - 1) + [204]
+            #expect(statuses == expected, "\(result.stdout) \(result.stderr)")
+            _ = try await daemon.stop()
+        }
+    }
+
     @Test func theMaxPendingSharesLimitHoldsExactlyUnderABurst() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)

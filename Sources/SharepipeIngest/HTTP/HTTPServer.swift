@@ -512,7 +512,10 @@ final class RequestContext: @unchecked Sendable {
     /// How much of a body refused before it was read (a limit, a token, a route) is read and dropped.
     static let earlyDiscardLimit: Int64 = 8 << 20
     private var discardLimit = RequestContext.discardLimit
-    private var releases: [@Sendable () -> Void] = []
+    /// What the request holds (an idempotency key or an upload in progress), let go once its work is done, before
+    /// its answer is sent: a client that sends its next request the moment it reads the answer (tus clients do, on
+    /// a new connection) must not find the upload still busy (409) or the key still in progress. Else at its end.
+    private let releases = Mutex<[@Sendable () -> Void]>([])
     private let answer = Mutex<HTTPResponse?>(nil)
 
     init(
@@ -592,13 +595,13 @@ final class RequestContext: @unchecked Sendable {
             server.enqueue(self) { await check() }
         case .work(let task):
             phase = .waiting
-            server.enqueue(self, task)
+            startLast(task)
         case .received(let receiver, let body):
             phase = .waiting
-            server.enqueue(self, ingest(receiver, body))
+            startLast(ingest(receiver, body))
         case .tus(let receiver):
             phase = .waiting
-            server.enqueue(self) { [self] in
+            startLast { [self] in
                 let response = await receiver.finish()
                 if let shareID = receiver.shareID { self.noteShare(shareID) }
                 return response
@@ -606,6 +609,20 @@ final class RequestContext: @unchecked Sendable {
         default:
             break
         }
+    }
+
+    /// Hands the request's last work to the server's threads; what it holds is let go as soon as it is done.
+    private func startLast(_ task: @escaping @Sendable () async -> HTTPResponse) {
+        server.enqueue(self) { [self] in
+            let response = await task()
+            releaseHeld()
+            return response
+        }
+    }
+
+    /// Lets go of what the request holds, once.
+    private func releaseHeld() {
+        for release in releases.withLock({ held in defer { held = [] }; return held }) { release() }
     }
 
     func body(_ bytes: UnsafeRawBufferPointer) -> MHD_Result {
@@ -712,7 +729,7 @@ final class RequestContext: @unchecked Sendable {
         }
         phase = .answered
         _ = context.handle(.requestCompleted(at: System.monotonicNanoseconds()))
-        for release in releases { release() }
+        releaseHeld()
         if countsAsUpload { server.metrics.uploadEnded() }
         let milliseconds = Int64((System.monotonicNanoseconds() - started) / 1_000_000)
         var fields: [(String, Logger.Value)] = [
@@ -1020,7 +1037,7 @@ final class RequestContext: @unchecked Sendable {
                 return .answer(.error(
                     ShareError(.badRequest, "a request with this Idempotency-Key is in progress"), status: 409))
             }
-            releases.append { _ = server.busyKeys.withLock { $0.remove(busyKey) } }
+            releases.withLock { $0.append { _ = server.busyKeys.withLock { $0.remove(busyKey) } } }
         }
         let check: @Sendable () -> HTTPResponse? = { [self] in
             if let key {
@@ -1104,7 +1121,7 @@ final class RequestContext: @unchecked Sendable {
         }
         guard claimed else { return false }
         let server = server
-        releases.append { _ = server.busyUploads.withLock { $0.removeValue(forKey: id) } }
+        releases.withLock { $0.append { _ = server.busyUploads.withLock { $0.removeValue(forKey: id) } } }
         return true
     }
 
