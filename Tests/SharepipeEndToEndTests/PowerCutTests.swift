@@ -35,11 +35,12 @@ struct PowerCutTests {
     }
 
     static let dropsPerRound = 300
-    /// The lifecycle's crash points (`ShareLifecycle.crashPoints`) of the publish, the claim and the completion.
+    /// The lifecycle's crash points (`ShareLifecycle.crashPoints`) of the publish, the claim, a run's start (a
+    /// commit without an fsync: a cut after it finds the claim never started) and the completion.
     static let steps = [
         "publish.barrier", "publish.record-staged", "publish.move-incoming", "publish.sync-incoming",
         "publish.remove-sources", "publish.record-published", "claim.move-processing", "claim.lock",
-        "claim.record-claimed", "complete.record-processed", "complete.remove-processing",
+        "claim.record-claimed", "start.record-started", "complete.record-processed", "complete.remove-processing",
     ]
     static let randomRounds = Int(ProcessInfo.processInfo.environment["SHAREPIPE_TEST_POWERCUT_ROUNDS"] ?? "") ?? 2
     static let layouts = ProcessInfo.processInfo.environment["SHAREPIPE_TEST_POWERCUT_LAYOUTS"].map { list in
