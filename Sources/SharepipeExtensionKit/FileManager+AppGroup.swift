@@ -17,9 +17,7 @@ extension FileManager {
         if let redirected = AppGroupContainers.redirections.withLock({ $0[groupIdentifier] }) {
             root = redirected
         } else {
-            guard let value = ProcessInfo.processInfo.environment[appGroupContainersEnvironmentVariable],
-                !value.isEmpty
-            else { return nil }
+            guard let value = AppGroupContainers.variable(), !value.isEmpty else { return nil }
             root = URL(fileURLWithPath: value, isDirectory: true)
         }
         let container = root.appendingPathComponent(groupIdentifier, isDirectory: true)
@@ -37,5 +35,16 @@ extension FileManager {
 package enum AppGroupContainers {
     /// Group identifier → the directory that stands in for `$SHAREPIPE_APP_GROUP_CONTAINERS` for that group.
     package static let redirections = Mutex<[String: URL]>([:])
+
+    /// A value that stands in for the variable's (`.some(nil)`: unset), for tests of the variable itself: changing the
+    /// process environment with `setenv` while other threads start processes (which copy the environment) crashed a
+    /// test run.
+    package static let variableStandIn = Mutex<String??>(nil)
+
+    /// `$SHAREPIPE_APP_GROUP_CONTAINERS`, or its stand-in.
+    static func variable() -> String? {
+        if let standIn = variableStandIn.withLock({ $0 }) { return standIn }
+        return ProcessInfo.processInfo.environment[appGroupContainersEnvironmentVariable]
+    }
 }
 #endif

@@ -1,17 +1,15 @@
 import Foundation
-import Glibc
 @testable import SharepipeExtensionKit
 import Testing
 
-/// The environment is process-global: these tests run one at a time and restore it.
+/// The variable's stand-in is process-global: these tests run one at a time and clear it. (Never `setenv`: other
+/// tests start processes meanwhile, which copy the environment `setenv` may be moving.)
 @Suite(.serialized)
 struct AppGroupContainerTests {
-    /// Runs `body` with `SHAREPIPE_APP_GROUP_CONTAINERS` set to `value` (unset when nil), then restores it.
+    /// Runs `body` with `SHAREPIPE_APP_GROUP_CONTAINERS` read as `value` (unset when nil).
     private func withContainers<T>(_ value: String?, _ body: () throws -> T) rethrows -> T {
-        let name = appGroupContainersEnvironmentVariable
-        let saved = ProcessInfo.processInfo.environment[name]
-        if let value { setenv(name, value, 1) } else { unsetenv(name) }
-        defer { if let saved { setenv(name, saved, 1) } else { unsetenv(name) } }
+        AppGroupContainers.variableStandIn.withLock { $0 = .some(value) }
+        defer { AppGroupContainers.variableStandIn.withLock { $0 = nil } }
         return try body()
     }
 
