@@ -189,6 +189,30 @@ struct NotificationTests {
         }
     }
 
+    /// A share whose processor succeeded just before a kill -9 (its success recorded, its completion not) is
+    /// completed by the next start's recovery, which runs before anything else: its `share.processed` is reported
+    /// like any other (the outbox's receivers are set before recovery).
+    @Test func aShareRecoveryCompletesIsReportedProcessed() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            try sandbox.drop("file-0.txt", Array("drop 0\n".utf8))
+            let daemon = [
+                "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--oneshot", "--processor", "discard",
+                "--notify", sandbox.receiver.url, "--notify-secret", sandbox.secret,
+            ]
+            let killed = try await runSharepipeAsync(
+                daemon, environment: ["SHAREPIPE_CRASH_AFTER": "succeed.record-succeeded"])
+            #expect(killed.status == 128 + SIGKILL, "the crash hook did not fire: \(killed.stderr)")
+            let again = try await runSharepipeAsync(daemon)
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try await sandbox.waitForAcknowledged(2, timeout: .seconds(60)))
+            let types = Set(sandbox.receiver.acknowledged.map(\.type))
+            #expect(types == ["share.published", "share.processed"], "\(types)")
+            Self.expectOneIDPerEventInOrder(sandbox.receiver.deliveries)
+        }
+    }
+
     @Test func aDaemonKilledMidDeliveryDeliversEveryEventOnceAfterARestart() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = try Sandbox(root: dir)

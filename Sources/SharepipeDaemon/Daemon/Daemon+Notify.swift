@@ -20,21 +20,29 @@ struct DaemonNotifications: Sendable {
 }
 
 extension Daemon {
-    func startNotifications(spool: Spool, consumer: Consumer) -> DaemonNotifications {
+    /// With `--notify`: the notifier, its receivers set as the ledger's outbox targets — before recovery, so that a
+    /// share that recovery completes, returns or repairs is reported like any other (a claim that succeeded before a
+    /// kill -9 is recorded processed there, and its event was lost when the targets came later).
+    func prepareNotifier(spool: Spool) -> Notifier? {
         let settings = configuration.notify
-        var notifier: Notifier?
-        if settings.isEnabled {
-            let made = Notifier(configuration: settings, ledger: spool.ledger, logger: logger)
-            spool.ledger.outboxTargets.withLock { targets in
-                targets = OutboxTargets(urls: settings.urls, events: settings.events, wake: { made.wake() })
-            }
-            if !configuration.oneshot { made.start() }
+        guard settings.isEnabled else { return nil }
+        let made = Notifier(configuration: settings, ledger: spool.ledger, logger: logger)
+        spool.ledger.outboxTargets.withLock { targets in
+            targets = OutboxTargets(urls: settings.urls, events: settings.events, wake: { made.wake() })
+        }
+        return made
+    }
+
+    /// Starts the notifier's lanes (not with `--oneshot`) and, on PostgreSQL, the listener.
+    func startNotifications(_ notifier: Notifier?, spool: Spool, consumer: Consumer) -> DaemonNotifications {
+        let settings = configuration.notify
+        if let notifier {
+            if !configuration.oneshot { notifier.start() }
             logger.info("notify.ready", [
                 ("receivers", .int(Int64(settings.urls.count))), ("lanes", .int(Int64(settings.lanes))),
                 ("events", .string(settings.events.map(\.rawValue).sorted().joined(separator: ","))),
                 ("signed", .string(settings.secret == nil ? "no" : "yes")),
             ])
-            notifier = made
         }
         var listener: PostgresListener?
         if !configuration.oneshot, let driver = spool.ledger.driver as? PostgresDriver {

@@ -58,6 +58,7 @@ package struct Daemon: Sendable {
         System.raiseDescriptorLimit()
         let spool = try Spool(
             root: configuration.state, ledger: configuration.ledger, logger: logger, faults: configuration.faults)
+        let notifier = prepareNotifier(spool: spool)
         let report = try spool.recover()
         logger.info("daemon.recovered", [
             ("staging_removed", .int(Int64(report.stagingRemoved))), ("claims_returned", .int(Int64(report.returnedToIncoming))),
@@ -86,7 +87,7 @@ package struct Daemon: Sendable {
         // `incoming` only every few seconds.
         spool.onPublish { consumer.wake() }
         // issue 33: the outbox's delivery lanes, and the other daemons' wake-ups on PostgreSQL.
-        let notifications = startNotifications(spool: spool, consumer: consumer)
+        let notifications = startNotifications(notifier, spool: spool, consumer: consumer)
         defer { notifications.stop(deadline: configuration.shutdownDeadline) }
         let live = LiveSettings(loader: configuration.loader)
         let threads = (0..<Self.ingestThreads).map { Lane(name: "sp-ingest-\($0)") }
