@@ -6,12 +6,54 @@ import Foundation
 @testable import SharepipeSpool
 @testable import SharepipeSystem
 
-/// A temporary directory for one test, removed when the test's body returns.
+/// A temporary directory for one test, removed when the test's body returns. At most `DirectoryPermits.count` tests
+/// hold one at a time (a test's nested directories share its permit): a spool in a directory holds about 16
+/// descriptors, Swift Testing runs every parameterized case at once, and 85 open spools took the test process past
+/// 1,024 descriptors, where Foundation's `Process.run` (the end-to-end tests' launches) crashes in memcpy.
 func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
-    let path = FileManager.default.temporaryDirectory.path + "/sharepipe-test-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try await body(path)
+    func make() async throws -> T {
+        let path = FileManager.default.temporaryDirectory.path + "/sharepipe-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try await body(path)
+    }
+    if DirectoryPermits.held { return try await make() }
+    await DirectoryPermits.shared.acquire()
+    do {
+        let result = try await DirectoryPermits.$held.withValue(true) { try await make() }
+        await DirectoryPermits.shared.release()
+        return result
+    } catch {
+        await DirectoryPermits.shared.release()
+        throw error
+    }
+}
+
+/// The permits of `withTemporaryDirectory`.
+actor DirectoryPermits {
+    static let count = 24
+    static let shared = DirectoryPermits()
+    /// Whether the current task holds a permit.
+    @TaskLocal static var held = false
+
+    private var available = DirectoryPermits.count
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if available > 0 {
+            available -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            available += 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
 }
 
 /// Waits for an event: until `condition` holds, looking every `interval`, for at most `timeout` (a deadline to fail
