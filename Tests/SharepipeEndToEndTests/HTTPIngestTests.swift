@@ -143,6 +143,52 @@ struct HTTPIngestTests {
         }
     }
 
+    /// A body is received into an emptied file kept from an earlier HTTP share (no new inode, none freed), and its
+    /// copy holds exactly its own bytes even when that file was longer: the third of three uploads in a row is
+    /// written into the first one's inode (the first share's copy, emptied and kept once processed, then left
+    /// unused by the second share's adopted copy).
+    @Test func aBodyIsWrittenIntoAKeptEmptiedFileAndHoldsOnlyItsOwnBytes() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = HTTPSandbox(root: dir)
+            let log = dir + "/exec.log"
+            let daemon = try await sandbox.start([
+                "--processor", "exec", "--exec",
+                #"printf '%s %s %s\n' "$(stat -c '%i %s' "$SHAREPIPE_FILE")" "$(sha256sum < "$SHAREPIPE_FILE" | cut -c1-64)" "$SHAREPIPE_SHARE_ID" >> "#
+                    + log,
+            ])
+            let bodies = [randomBytes(6000), randomBytes(50), randomBytes(100)]
+            var lines: [[Substring]] = []
+            for (index, body) in bodies.enumerated() {
+                let file = try writeFile(dir + "/body-\(index).bin", body)
+                let response = try await curlResponse([
+                    "--data-binary", "@" + file, "-H", "Content-Type: application/octet-stream",
+                    daemon.baseURL + "/v1/shares",
+                ])
+                #expect(response.status == 201, "\(response.body)")
+                let shareID = try #require(try response.json["shareId"] as? String)
+                // Processed (and its directory emptied and kept) before the next upload.
+                #expect(try await eventually(.seconds(30)) {
+                    let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                    return text.contains(shareID)
+                        && httpDirectoryNames(sandbox.state + "/processing").isEmpty
+                })
+                lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                    .map { $0.split(separator: " ") }
+                #expect(lines.count == index + 1)
+                let fields = try #require(lines.last)
+                #expect(fields.count == 4)
+                #expect(fields[1] == "\(body.count)", "the copy holds \(fields[1]) bytes, not \(body.count)")
+                #expect(fields[2] == (try await sha256(ofFile: file)))
+            }
+            #expect(lines.count == 3)
+            if lines.count == 3 {
+                #expect(lines[2][0] == lines[0][0], "the third body got a new inode: \(lines)")
+            }
+            #expect(sandbox.stagingEntries.isEmpty)
+            _ = try await daemon.stop()
+        }
+    }
+
     @Test func aRejectedShareIs422WithItsReceiptAndTheLimitsAre413BeforeOrWhileReceiving() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = HTTPSandbox(root: dir)
@@ -351,7 +397,7 @@ struct HTTPIngestTests {
             ])
             let receiving = try await eventually(.seconds(30)) {
                 sandbox.stagingEntries.contains { name in
-                    name.hasPrefix("http-") && !httpDirectoryNames(sandbox.state + "/staging/" + name).isEmpty
+                    name.hasPrefix("http-") && !sandbox.receivedFiles(inReceiveDirectory: name).isEmpty
                 }
             }
             #expect(receiving)

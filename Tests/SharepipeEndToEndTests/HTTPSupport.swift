@@ -33,11 +33,17 @@ struct HTTPSandbox {
     }
 
     /// What is left in `staging`: shares being loaded, and received bodies (a running server's receive directory,
-    /// `http-UUID`, counts only when it holds a file).
+    /// `http-UUID`, counts only when it holds a body's file: the emptied `spare-N` it keeps for the next bodies
+    /// hold no content).
     var stagingEntries: [String] {
         httpDirectoryNames(state + "/staging").filter { name in
-            !name.hasPrefix("http-") || !httpDirectoryNames(state + "/staging/" + name).isEmpty
+            !name.hasPrefix("http-") || !receivedFiles(inReceiveDirectory: name).isEmpty
         }
+    }
+
+    /// The body files in the receive directory `name` of `staging`, without its emptied spares.
+    func receivedFiles(inReceiveDirectory name: String) -> [String] {
+        httpDirectoryNames(state + "/staging/" + name).filter { !$0.hasPrefix("spare-") }
     }
 
     /// Every regular file stored in the output, by `group/name`.

@@ -1,11 +1,14 @@
 import Foundation
 import SharepipeLedger
+import SharepipeSpool
 import SharepipeSystem
 
 /// Turns a received body into a share through the one loader every source uses, and a receipt into a response.
 struct HTTPIngest: Sendable {
     let loader: ShareLoader
     let activation: ShareActivation?
+    /// Where the spares the received bodies' shares leave unused go (the server's receive directory).
+    var spareSink: (any SpareSink)?
 
     /// Providers for a received body: per attachment its parts as representations, in fidelity order. A multipart
     /// part is one representation and declares one type (from the `share` part, else its MIME type or name); a
@@ -37,7 +40,8 @@ struct HTTPIngest: Sendable {
                 }
             }
             return ReceivedItemProvider(
-                representations: representations, suggestedName: attachment.suggestedName, sniffed: sniffed)
+                representations: representations, suggestedName: attachment.suggestedName, sniffed: sniffed,
+                spareSink: spareSink)
         }
     }
 

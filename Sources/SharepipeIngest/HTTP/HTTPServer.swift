@@ -684,7 +684,7 @@ final class RequestContext: @unchecked Sendable {
         let server = server
         let loader = ShareLoader(
             spool: server.spool, registry: server.registry, configuration: server.loaderConfiguration())
-        let ingest = HTTPIngest(loader: loader, activation: server.activation)
+        let ingest = HTTPIngest(loader: loader, activation: server.activation, spareSink: server.receiving)
         let key = head["idempotency-key"]
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp

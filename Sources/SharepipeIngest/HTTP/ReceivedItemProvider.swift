@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SharepipeSpool
 import SharepipeSystem
 import Synchronization
 
@@ -20,6 +21,7 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
     let suggestedName: String?
     /// What libmagic said of a received file's head when its types were derived from it.
     let sniffed: TypeSniffer.SniffedHead?
+    let spareSink: (any SpareSink)?
 
     /// How many times each type was asked for: two parts of one field may declare the same type, and the loader
     /// then asks for that type once per part, the second time as the fallback of the first.
@@ -29,10 +31,14 @@ struct ReceivedItemProvider: AdoptingProvider, PresniffedProvider {
         let counts = Mutex<[String: Int]>([:])
     }
 
-    init(representations: [Representation], suggestedName: String?, sniffed: TypeSniffer.SniffedHead? = nil) {
+    init(
+        representations: [Representation], suggestedName: String?, sniffed: TypeSniffer.SniffedHead? = nil,
+        spareSink: (any SpareSink)? = nil
+    ) {
         self.representations = representations
         self.suggestedName = suggestedName
         self.sniffed = sniffed
+        self.spareSink = spareSink
     }
 
     var registeredTypeIdentifiers: [String] { representations.map(\.type) }

@@ -51,6 +51,10 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private let filePrefix: String
     /// Every file created so far, for `discard`.
     private var created: [String] = []
+    /// The receive directory, which may hand out a spare for a file.
+    private let directory: ReceiveDirectory
+    /// The length of the spare the file being written took (zeros past what is written are cut at its end).
+    private var spareLength: Int64 = 0
     private let maxFileSize: Int64
     private let maxShareSize: Int64
     private let maxAttachments: Int
@@ -88,6 +92,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
         maxFileSize = limits.maxFileSize
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
+        self.directory = directory
         filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
         digest = try DigestFields.expected(head).get().map(DigestFields.Check.init)
         switch kind {
@@ -249,7 +254,19 @@ final class ShareBodyReceiver: @unchecked Sendable {
 
     /// Creates the next file and starts counting and hashing it.
     private func begin(_ path: String) throws {
-        let opened = try Self.create(path)
+        let opened: FileDescriptor
+        if let length = directory.takeSpare(as: String(path.dropFirst(directory.path.count + 1))) {
+            do {
+                opened = try FileDescriptor.openExisting(path)
+            } catch {
+                try? System.unlink(path)
+                throw error
+            }
+            spareLength = length
+        } else {
+            opened = try Self.create(path)
+            spareLength = 0
+        }
         created.append(path)
         hasher = ReceiveHasher(descriptor: opened.rawValue)
         file = consume opened
@@ -263,6 +280,13 @@ final class ShareBodyReceiver: @unchecked Sendable {
             file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
         }
         defer { closeFile() }
+        if spareLength > fileBytes {
+            do {
+                try file?.truncate(to: fileBytes)
+            } catch {
+                throw error as? ShareError ?? ShareError(.io, "\(error)")
+            }
+        }
         let sha256 = try hasher?.finalize() ?? ""
         return ReceivedFile(path: path, bytes: fileBytes, sha256: sha256)
     }

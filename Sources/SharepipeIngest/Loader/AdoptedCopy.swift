@@ -1,3 +1,4 @@
+import SharepipeSpool
 import SharepipeSystem
 
 /// A representation that a source of this process already received, whole, into a file in the spool's `staging`
@@ -24,6 +25,9 @@ protocol AdoptingProvider: ItemProvider {
     func receivedFile(forTypeIdentifier typeIdentifier: String) -> ReceivedFile?
     /// The loader is done with the received files: their names outside the share are removed.
     func adoptionsEnded()
+    /// Where the spares of the share's recycled directory that its adopted copies left unused go (the receive
+    /// directory, for the next bodies); nil frees them.
+    var spareSink: (any SpareSink)? { get }
 }
 
 extension CopyEngine {

@@ -99,10 +99,14 @@ public struct ShareLoader: Sendable {
         if shareState.cancelled.load(ordering: .relaxed) {
             return rollBackCancelled(shareID: shareID, sourceApp: sourceApp, details: details, records: records)
         }
-        for case let adopting as any AdoptingProvider in providers { adopting.adoptionsEnded() }
+        var spareSink: (any SpareSink)?
+        for case let adopting as any AdoptingProvider in providers {
+            adopting.adoptionsEnded()
+            spareSink = spareSink ?? adopting.spareSink
+        }
         return await finish(
-            shareID: shareID, lock: stagingLock, spares: spares, sourceApp: sourceApp, details: details,
-            records: records, origin: origin)
+            shareID: shareID, lock: stagingLock, spares: spares, spareSink: spareSink, sourceApp: sourceApp,
+            details: details, records: records, origin: origin)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
@@ -427,8 +431,8 @@ public struct ShareLoader: Sendable {
 
     /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
-        shareID: String, lock: consuming DirectoryLock, spares: StagingSpares, sourceApp: String?,
-        details: ShareDetails, records: [AttachmentRecord], origin: ShareOrigin?
+        shareID: String, lock: consuming DirectoryLock, spares: StagingSpares, spareSink: (any SpareSink)?,
+        sourceApp: String?, details: ShareDetails, records: [AttachmentRecord], origin: ShareOrigin?
     ) async -> ShareReceipt {
         var records = records
         let created = Date()
@@ -460,7 +464,7 @@ public struct ShareLoader: Sendable {
         }
         do {
             try spool.writeManifest(manifest(), spares: spares)
-            try spares.removeUnused()
+            try spares.removeUnused(into: spareSink)
         } catch {
             let shareError = error as? ShareError ?? ShareError(.io, "\(error)")
             spool.rollBack(manifest(), code: shareError.code)

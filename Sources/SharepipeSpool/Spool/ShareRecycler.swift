@@ -234,12 +234,26 @@ package final class StagingSpares: Sendable {
     }
 
     /// Removes the spares no file took, before the share is published: a consumer finds only its copies and
-    /// manifest.
-    package func removeUnused() throws {
+    /// manifest. Those `sink` takes are moved to it instead of being freed.
+    package func removeUnused(into sink: (any SpareSink)? = nil) throws {
         let unused = spares.withLock { spares in
             defer { spares = [] }
             return spares
         }
-        for spare in unused { try staging.unlink(shareID + "/" + spare.name) }
+        for spare in unused {
+            let name = shareID + "/" + spare.name
+            if let sink, sink.adopt(name, length: spare.length, from: staging) { continue }
+            try staging.unlink(name)
+        }
     }
+}
+
+/// Where emptied files go that a share did not use, instead of being removed: an HTTP share's copy is the received
+/// file itself, so the spare its recycled directory brought would be freed, while the next body needs a new inode.
+/// The HTTP server's receive directory takes them for its next bodies (`ReceiveDirectory`): no inode is allocated
+/// or freed per upload.
+package protocol SpareSink: Sendable {
+    /// Moves the emptied file `name` (zeros only, `length` bytes) out of `directory` into the sink; false when the
+    /// sink wants no more or the move failed (the file is then still at `name`).
+    func adopt(_ name: String, length: Int64, from directory: OpenDirectory) -> Bool
 }
