@@ -137,7 +137,6 @@ final class Notifier: Sendable {
     /// shared by the lanes has lasted `configuration.hold` (the lanes then drain).
     private func waitOutBurst(busy: () -> Bool) {
         guard configuration.hold > .zero else { return }
-        let hold = UInt64(configuration.hold.milliseconds) * 1_000_000
         let check = UInt64(configuration.holdCheck.milliseconds) * 1_000_000
         var idleSince: UInt64?
         while true {
@@ -162,7 +161,7 @@ final class Notifier: Sendable {
                 idleSince = now
             }
             let started = holdStarted ?? now
-            if now - started >= hold {
+            if .nanoseconds(now - started) >= configuration.hold {
                 draining = true
                 holdStarted = nil
                 bell.broadcast()
