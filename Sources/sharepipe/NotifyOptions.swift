@@ -22,8 +22,11 @@ enum NotifyOptions {
     static let timeout = Option(
         "notify-timeout", .milliseconds, default: "30000",
         help: "Give up on one request after this long (ms; connecting: at most 10 s of it).")
+    static let hold = Option(
+        "notify-hold", .milliseconds, default: "2000",
+        help: "Hold deliveries while the daemon ingests or processes, at most this long (ms); 0 sends at once.")
 
-    static let all: [any OptionDeclaration] = [notify, secret, events, maxAge, backoff, timeout]
+    static let all: [any OptionDeclaration] = [notify, secret, events, maxAge, backoff, timeout, hold]
 
     /// The notify settings; a bad URL, secret file or duration is a usage error.
     static func configuration(_ arguments: ParsedArguments) throws -> NotifyConfiguration {
@@ -55,6 +58,7 @@ enum NotifyOptions {
         guard limit >= 100 else { throw ValidationError(option: timeout, "expected at least 100 ms") }
         configuration.timeout = .milliseconds(limit)
         configuration.connectTimeout = min(defaults.connectTimeout, configuration.timeout)
+        configuration.hold = .milliseconds(try arguments.required(hold))
         return configuration
     }
 }

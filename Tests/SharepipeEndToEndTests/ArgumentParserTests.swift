@@ -259,6 +259,26 @@ private func usageText(_ arguments: [String]) throws -> String {
         }
     }
 
+    /// `--notify-hold` (session 11) as a flag and as a config file key, over its default; 0 turns the hold off.
+    @Test func notifyHoldFromTheCommandLineAndTheConfigFile() async throws {
+        try await withTemporaryDirectory { dir in
+            func hold(_ arguments: [String]) throws -> Duration {
+                guard case .run(let command, _) = try CommandLineTool.sharepipe.resolve(
+                    ["daemon", "--inbox", dir + "/inbox", "--state", dir + "/state"] + arguments)
+                else { throw SupportError("expected a command to run") }
+                let daemon = try #require(command as? DaemonCommand)
+                return try DaemonCommand.settings(daemon.arguments).configuration.notify.hold
+            }
+            let config = try writeFile(dir + "/config.json", #"{"notify-hold": 0}"#)
+            #expect(try hold([]) == .milliseconds(2000))
+            #expect(try hold(["--notify-hold", "500"]) == .milliseconds(500))
+            #expect(try hold(["--notify-hold", "3s"]) == .seconds(3))
+            #expect(try hold(["--config", config]) == .zero)
+            #expect(try hold(["--config", config, "--notify-hold", "250"]) == .milliseconds(250))
+            #expect(throws: (any Error).self) { try hold(["--notify-hold", "-1"]) }
+        }
+    }
+
     /// Guards every command anyone adds: unique option names, no `help`, and defaults that parse.
     @Test func everyRealCommandHasSoundDeclarations() throws {
         var pending: [(path: String, node: any CommandNode.Type)] = CommandLineTool.sharepipe.commands.map {

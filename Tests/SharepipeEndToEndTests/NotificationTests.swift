@@ -246,6 +246,90 @@ struct NotificationTests {
         }
     }
 
+    /// The wall-clock times (seconds since 1970) of a daemon's log lines of `event`, in order.
+    static func logTimes(_ log: String, event: String) -> [Double] {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return log.split(separator: "\n").filter { $0.contains("event=\(event) ") }.compactMap { line in
+            guard let field = line.split(separator: " ").first(where: { $0.hasPrefix("ts=") }) else { return nil }
+            return formatter.date(from: String(field.dropFirst(3)))?.timeIntervalSince1970
+        }
+    }
+
+    /// When an event was recorded (its payload's `timestamp`), in seconds since 1970.
+    static func recordedAt(_ delivery: WebhookReceiver.Delivery) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return (delivery.payload["timestamp"] as? String).flatMap(formatter.date(from:))?.timeIntervalSince1970
+    }
+
+    /// Session 11: while the daemon processes (one worker, a processor that takes 0.5 s, 4 shares), nothing is
+    /// delivered; once the last share is done the daemon is idle and every event arrives, long before the hold.
+    @Test func deliveriesWaitUntilTheDaemonIsIdle() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let daemon = try await sandbox.daemon(["--exec", "sleep 0.5", "--workers", "1", "--notify-hold", "60000"])
+            for index in 0..<4 { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            #expect(try await sandbox.waitForAcknowledged(8, timeout: .seconds(50)))
+            let processed = Self.logTimes(daemon.stderrSoFar, event: "share.processed")
+            try #require(processed.count == 4, "\(daemon.stderrSoFar)")
+            let deliveries = sandbox.receiver.deliveries
+            Self.expectOneIDPerEventInOrder(deliveries)
+            // The log's times have milliseconds; the receiver's are finer.
+            let first = deliveries.map(\.start).min() ?? 0
+            #expect(first >= processed[3] - 0.002, "delivered \(processed[3] - first) s before the last share was done")
+            let last = deliveries.map(\.end).max() ?? 0
+            #expect(last - processed[3] < 20, "the events came \(last - processed[3]) s after the daemon went idle")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
+    /// Session 11: under load longer than the hold (one worker, 1 s per share, 8 shares, `--notify-hold 1000`),
+    /// deliveries go out during the burst and no event waits much longer than the hold.
+    @Test func aHoldEndsAfterNotifyHoldUnderSustainedLoad() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let daemon = try await sandbox.daemon(["--exec", "sleep 1", "--workers", "1", "--notify-hold", "1000"])
+            for index in 0..<8 { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            #expect(try await sandbox.waitForAcknowledged(16, timeout: .seconds(90)))
+            let processed = Self.logTimes(daemon.stderrSoFar, event: "share.processed")
+            try #require(processed.count == 8, "\(daemon.stderrSoFar)")
+            let deliveries = sandbox.receiver.acknowledged
+            Self.expectOneIDPerEventInOrder(sandbox.receiver.deliveries)
+            let first = deliveries.map(\.start).min() ?? .infinity
+            #expect(first < processed[7], "nothing was delivered while the daemon was busy")
+            // Held without a bound, the first events would wait about 8 s for the end of the burst.
+            for delivery in deliveries {
+                let waited = delivery.start - (Self.recordedAt(delivery) ?? 0)
+                #expect(waited < 5, "\(delivery.type) of \(delivery.shareID) waited \(waited) s")
+            }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
+    /// Session 11: `--notify-hold 0` delivers at once, while the daemon is still busy.
+    @Test func withoutAHoldEventsArriveDuringTheBurst() async throws {
+        try await withTemporaryDirectory { dir in
+            let sandbox = try Sandbox(root: dir)
+            try await sandbox.receiver.start()
+            let daemon = try await sandbox.daemon(["--exec", "sleep 1", "--workers", "1", "--notify-hold", "0"])
+            for index in 0..<4 { try sandbox.drop("file-\(index).txt", Array("drop \(index)\n".utf8)) }
+            #expect(try await sandbox.waitForAcknowledged(8, timeout: .seconds(60)))
+            let processed = Self.logTimes(daemon.stderrSoFar, event: "share.processed")
+            try #require(processed.count == 4, "\(daemon.stderrSoFar)")
+            let deliveries = sandbox.receiver.acknowledged
+            Self.expectOneIDPerEventInOrder(sandbox.receiver.deliveries)
+            let during = deliveries.filter { $0.end < processed[3] }
+            #expect(during.count >= 4, "\(during.count) events delivered before the last share was done")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.exit().status == 0)
+        }
+    }
+
     @Test func aSecretFileOthersCanReadIsAUsageError() async throws {
         try await withTemporaryDirectory { dir in
             let sandbox = try Sandbox(root: dir)

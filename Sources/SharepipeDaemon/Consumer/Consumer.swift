@@ -19,6 +19,8 @@ public struct Consumer: Sendable {
     /// Workers, retries, polling, shutdown and retention.
     package let configuration: ConsumerConfiguration
     private let doorbell: Doorbell
+    /// What `isBusy` reads: the running dispatcher, and a wake it has not looked at yet.
+    private let activity = ConsumerActivity()
     /// `processing` as an absolute path, for the paths handed to processors.
     private let processingDirectory: String
 
@@ -64,13 +66,24 @@ public struct Consumer: Sendable {
 
     /// Tells idle workers that a share was just published.
     public func wake() {
+        activity.woken.store(true, ordering: .relaxed)
         doorbell.ring()
+    }
+
+    /// Whether shares are claimed, waiting to be claimed from the last look at `incoming`, running, or waiting to be
+    /// recorded, or a wake (a share just published) is not looked at yet. In memory only: the notifier's hold reads
+    /// it every few milliseconds.
+    package var isBusy: Bool {
+        activity.woken.load(ordering: .relaxed) || activity.dispatcher.withLock { $0?.isBusy ?? false }
     }
 
     private func work(untilEmpty: Bool) async throws -> ConsumeSummary {
         System.raiseDescriptorLimit()
         let dispatcher = Dispatcher(
-            spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty)
+            spool: spool, configuration: configuration, doorbell: doorbell, untilEmpty: untilEmpty,
+            activity: activity)
+        activity.dispatcher.withLock { $0 = dispatcher }
+        defer { activity.dispatcher.withLock { if $0 === dispatcher { $0 = nil } } }
         let threads = (0..<max(1, configuration.workers)).map { Lane(name: "sp-consumer-\($0)") }
         for thread in threads { thread.start() }
         defer { for thread in threads { thread.stop() } }
@@ -270,14 +283,27 @@ private final class Dispatcher: Sendable {
     private let doorbell: Doorbell
     private let stopBell: Doorbell
     private let untilEmpty: Bool
+    private let activity: ConsumerActivity
     private let state = Mutex(State())
 
-    init(spool: Spool, configuration: ConsumerConfiguration, doorbell: Doorbell, untilEmpty: Bool) {
+    init(
+        spool: Spool, configuration: ConsumerConfiguration, doorbell: Doorbell, untilEmpty: Bool,
+        activity: ConsumerActivity
+    ) {
         self.spool = spool
         self.configuration = configuration
         self.doorbell = doorbell
         self.untilEmpty = untilEmpty
+        self.activity = activity
         stopBell = Doorbell(clock: configuration.clock)
+    }
+
+    /// Claims in the pool or candidates left from the last listing, shares running or not yet recorded, a refill.
+    var isBusy: Bool {
+        state.withLock { state in
+            !state.claims.isEmpty || !state.candidates.isEmpty || state.inFlight > 0 || state.unrecorded > 0
+                || state.refilling
+        }
     }
 
     func next() throws -> Next {
@@ -298,6 +324,8 @@ private final class Dispatcher: Sendable {
                 }
                 if !state.refilling && !state.dry {
                     state.refilling = true
+                    // The refill looks at `incoming`: a wake before now is seen (`isBusy` covers the refill).
+                    activity.woken.store(false, ordering: .relaxed)
                     return .refill
                 }
                 if untilEmpty && state.dry && !state.refilling && state.inFlight == 0 && state.earliestDeferred == nil {
@@ -421,4 +449,11 @@ private final class Dispatcher: Sendable {
             return state.summary
         }
     }
+}
+
+/// What `Consumer.isBusy` reads, shared by the consumer's copies: the dispatcher of the running `run()` or `drain()`,
+/// and whether a wake came that no refill has looked at yet.
+private final class ConsumerActivity: Sendable {
+    let dispatcher = Mutex<Dispatcher?>(nil)
+    let woken = Atomic<Bool>(false)
 }

@@ -33,13 +33,20 @@ extension Daemon {
         return made
     }
 
-    /// Starts the notifier's lanes (not with `--oneshot`) and, on PostgreSQL, the listener.
-    func startNotifications(_ notifier: Notifier?, spool: Spool, consumer: Consumer) -> DaemonNotifications {
+    /// Starts the notifier's lanes (not with `--oneshot`) and, on PostgreSQL, the listener. The lanes hold their
+    /// deliveries while the daemon is busy (`--notify-hold`): an inbox entry being ingested, a share being loaded or
+    /// in the lifecycle executor's queues, a share the consumer has claimed, is running or has not looked at yet.
+    func startNotifications(
+        _ notifier: Notifier?, spool: Spool, consumer: Consumer, queue: IngestQueue
+    ) -> DaemonNotifications {
         let settings = configuration.notify
         if let notifier {
-            if !configuration.oneshot { notifier.start() }
+            if !configuration.oneshot {
+                notifier.start(busy: { !queue.isIdle || spool.isWorking || consumer.isBusy })
+            }
             logger.info("notify.ready", [
                 ("receivers", .int(Int64(settings.urls.count))), ("lanes", .int(Int64(settings.lanes))),
+                ("hold_ms", .int(settings.hold.milliseconds)),
                 ("events", .string(settings.events.map(\.rawValue).sorted().joined(separator: ","))),
                 ("signed", .string(settings.secret == nil ? "no" : "yes")),
             ])

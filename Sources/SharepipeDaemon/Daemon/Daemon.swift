@@ -86,8 +86,9 @@ package struct Daemon: Sendable {
         // Every share this process publishes (inbox, HTTP, tus) wakes the consumer, which otherwise looks at
         // `incoming` only every few seconds.
         spool.onPublish { consumer.wake() }
+        let queue = IngestQueue()
         // issue 33: the outbox's delivery lanes, and the other daemons' wake-ups on PostgreSQL.
-        let notifications = startNotifications(notifier, spool: spool, consumer: consumer)
+        let notifications = startNotifications(notifier, spool: spool, consumer: consumer, queue: queue)
         defer { notifications.stop(deadline: configuration.shutdownDeadline) }
         let live = LiveSettings(loader: configuration.loader)
         let threads = (0..<Self.ingestThreads).map { Lane(name: "sp-ingest-\($0)") }
@@ -95,7 +96,7 @@ package struct Daemon: Sendable {
         defer { for thread in threads { thread.stop() } }
         let context = Context(
             spool: spool, metrics: metrics, consumer: consumer, processor: processor, live: live,
-            queue: IngestQueue(), threads: threads)
+            queue: queue, threads: threads)
         if configuration.oneshot {
             let status = try await runOnce(context)
             notifications.deliverDue()
@@ -425,6 +426,9 @@ final class IngestQueue: Sendable {
     private let state = Mutex(State())
     /// Rung when an entry is deferred, so the retry loop can sleep while nothing waits.
     let deferred = Doorbell()
+
+    /// Whether no entry is being ingested.
+    var isIdle: Bool { state.withLock { $0.inFlight.isEmpty } }
 
     /// Claims a name for ingesting; false when it is already in flight.
     func begin(_ name: String) -> Bool {

@@ -8,6 +8,11 @@ import Synchronization
 /// the others off with backoff. Lanes are threads of their own because a request blocks: a receiver that hangs holds
 /// one lane until the request's timeout, never the daemon. Woken by this process's transitions (the ledger's outbox
 /// writes), by other daemons' NOTIFY on PostgreSQL, and otherwise every `pollInterval` or when the next row is due.
+///
+/// Deliveries wait out a burst (`hold`, session 11): while the daemon is ingesting or processing, a lane holds its
+/// take until the daemon is idle or the hold has lasted `configuration.hold`; once it has, the lanes deliver until
+/// nothing is due, then the hold starts over. On a small machine the ingest goes first, and a row waits at most the
+/// hold and the deliveries before it, even under sustained load.
 final class Notifier: Sendable {
     let configuration: NotifyConfiguration
     private let ledger: LedgerStore
@@ -17,6 +22,13 @@ final class Notifier: Sendable {
     nonisolated(unsafe) private var generation = 0
     nonisolated(unsafe) private var stopping = false
     nonisolated(unsafe) private var running = 0
+    /// Guarded by `bell`: when the current hold began (monotonic ns), and whether it ran out: then the lanes deliver
+    /// until nothing is due before they hold again.
+    nonisolated(unsafe) private var holdStarted: UInt64?
+    nonisolated(unsafe) private var draining = false
+    /// Guarded by `bell`: the daemon was idle at the last look of any lane, having been found idle by two looks
+    /// `holdCheck` apart; while it stays so, one look is enough.
+    nonisolated(unsafe) private var idle = false
     /// Deliveries made and failed attempts, for the metrics.
     let delivered = Atomic<Int>(0)
     let failedAttempts = Atomic<Int>(0)
@@ -30,8 +42,9 @@ final class Notifier: Sendable {
         self.logger = logger
     }
 
-    /// Starts the lanes; rows leased by a dead process of this host are given back first.
-    func start() {
+    /// Starts the lanes; rows leased by a dead process of this host are given back first. `busy` tells whether the
+    /// daemon is ingesting or processing now (in memory only: it is asked every `holdCheck` while a lane holds).
+    func start(busy: @escaping @Sendable () -> Bool) {
         releaseDeadLeases()
         bell.lock()
         running = configuration.lanes
@@ -42,7 +55,7 @@ final class Notifier: Sendable {
                 // Deliveries are background work: in a burst on a busy machine the ingest and the consumer go
                 // first, and the lanes catch up as soon as they leave a core free.
                 System.lowerCurrentThreadPriority(to: 10)
-                lane()
+                lane(busy: busy)
                 bell.lock()
                 running -= 1
                 bell.broadcast()
@@ -84,9 +97,10 @@ final class Notifier: Sendable {
         return stopping
     }
 
-    private func lane() {
+    private func lane(busy: () -> Bool) {
         let client = WebhookClient()
         while !isStopping {
+            waitOutBurst(busy: busy)
             bell.lock()
             let seen = generation
             bell.unlock()
@@ -100,6 +114,10 @@ final class Notifier: Sendable {
             }
             if count >= configuration.batch { wake() }
             if count > 0 { continue }
+            // Nothing is due: a drain after a hold ends here, and the next take while the daemon is busy holds again.
+            bell.lock()
+            draining = false
+            bell.unlock()
             var wait = configuration.pollInterval
             if let due = try? ledger.timeUntilNextNotification(urls: configuration.urls) {
                 wait = min(wait, max(due, .milliseconds(5)))
@@ -110,6 +128,50 @@ final class Notifier: Sendable {
             let woken = !stopping && generation != seen
             bell.unlock()
             if woken { Thread.sleep(forTimeInterval: Double(configuration.gather.milliseconds) / 1000) }
+        }
+    }
+
+    /// Returns when the lane may take: at once with no hold, while the lanes drain after a hold ran out, or when
+    /// stopping; otherwise once the daemon is idle — found so by two looks `holdCheck` apart, or by one look when the
+    /// last look of any lane found it idle too (the hold then starts over with the next busy look) — or once the hold
+    /// shared by the lanes has lasted `configuration.hold` (the lanes then drain).
+    private func waitOutBurst(busy: () -> Bool) {
+        guard configuration.hold > .zero else { return }
+        let check = UInt64(configuration.holdCheck.milliseconds) * 1_000_000
+        var idleSince: UInt64?
+        while true {
+            // Asked outside the bell: the probe takes the spool's and the consumer's locks, whose holders may wake us.
+            let isBusy = busy()
+            bell.lock()
+            if stopping || draining {
+                bell.unlock()
+                return
+            }
+            // Read under the lock: a hold another lane started is never later than this lane's now.
+            let now = System.monotonicNanoseconds()
+            if isBusy {
+                idle = false
+                idleSince = nil
+            } else if idle || idleSince.map({ now - $0 >= check }) == true {
+                idle = true
+                holdStarted = nil
+                bell.unlock()
+                return
+            } else if idleSince == nil {
+                idleSince = now
+            }
+            let started = holdStarted ?? now
+            if .nanoseconds(now - started) >= configuration.hold {
+                draining = true
+                holdStarted = nil
+                bell.broadcast()
+                bell.unlock()
+                return
+            }
+            holdStarted = started
+            // Woken early by a new row or by another lane's drain: looked at again at once.
+            _ = bell.wait(until: Date(timeIntervalSinceNow: Double(check) / 1e9))
+            bell.unlock()
         }
     }
 

@@ -26,6 +26,9 @@ package struct NotifyConfiguration: Sendable {
     package var batch = 32
     /// How often a lane looks at the outbox without being woken (events of other daemons without NOTIFY).
     package var pollInterval: Duration = .seconds(5)
+    /// How long deliveries wait at most while the daemon is ingesting or processing (`--notify-hold`); zero delivers
+    /// at once.
+    package var hold: Duration = .milliseconds(2000)
 
     package init() {}
 
@@ -39,6 +42,9 @@ package struct NotifyConfiguration: Sendable {
     /// How long a lane woken by a new row waits for more to come before it takes them: a burst of shares is taken
     /// in batches (one durable commit each) instead of a transaction per share.
     var gather: Duration { .milliseconds(20) }
+    /// How often a holding lane asks whether the daemon is still busy; it is idle once two looks this far apart
+    /// found it so (a share between two stages, published and not yet claimed, is not idleness).
+    var holdCheck: Duration { .milliseconds(10) }
 
     /// The delay before the attempt after `attempts` failed ones: `backoff` doubled per attempt, at most
     /// `maxBackoff`, times a random factor in [0.5, 1) so that receivers coming back are not hit all at once.

@@ -108,6 +108,9 @@ package final class LifecycleExecutor: Sendable {
     /// Shares waiting for the next publish batch.
     var queuedPublishes: Int { publishLane.queued }
 
+    /// Whether no publish, completion or reservation is queued or being performed.
+    var isIdle: Bool { publishLane.isIdle && completeLane.isIdle && reserveLane.isIdle }
+
     // MARK: Batched transitions
 
     /// Hands a staged share over; returns once it is published, or failed and rolled back (its sources untouched).

@@ -200,6 +200,13 @@ public final class Spool: Sendable {
         publishObservers.withLock { $0.append(observer) }
     }
 
+    /// Whether this process is loading a share (admitted past the pending limits, not yet published or given up), or
+    /// has a publish, completion or reservation queued or being performed. In memory only: work that waits for a
+    /// quiet spool (the notifier's hold) reads it every few milliseconds.
+    package var isWorking: Bool {
+        pendingGauge.withLock { $0.admitted > 0 } || !executor.isIdle
+    }
+
     /// Tells the observers that shares were just published.
     func notifyPublished() {
         for observer in publishObservers.withLock({ $0 }) { observer() }

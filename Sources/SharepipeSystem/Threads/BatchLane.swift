@@ -54,6 +54,9 @@ package final class BatchLane<Item: Sendable>: Sendable {
     /// Items waiting for the next batch.
     package var queued: Int { state.withLock { $0.items.count } }
 
+    /// Whether nothing is queued or being performed.
+    package var isIdle: Bool { state.withLock { !$0.running && $0.items.isEmpty } }
+
     /// Queues `item`; a lane that is not running starts on its thread and performs each batch with `perform`.
     package func submit(_ item: Item, perform: @escaping @Sendable ([Item]) -> Void) {
         let start = state.withLock { state in
