@@ -64,10 +64,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
     private var singleDetails = ShareDetails.empty
     private var file: FileDescriptor?
     private var fileBytes: Int64 = 0
-    /// The SHA-256 of the file being written.
-    private var hasher: ReceiveHasher?
-    /// Where the bytes of the file being written whose writeback was not started yet begin.
-    private var writebackFrom: Int64 = 0
+    /// Writes the file being written and computes its SHA-256.
+    private var writer: ReceiveWriter?
     private(set) var totalBytes: Int64 = 0
     private var attachments: [ReceivedBody.Attachment] = []
     private var shareJSON: [UInt8]?
@@ -242,14 +240,9 @@ final class ShareBodyReceiver: @unchecked Sendable {
         if totalBytes + Int64(bytes.count) > maxShareSize {
             throw ShareError(.shareTooLarge, "the share is over the \(maxShareSize)-byte limit")
         }
-        try file?.writeAll(bytes)
-        try hasher?.written(bytes)
+        try writer?.append(bytes)
         fileBytes += Int64(bytes.count)
         totalBytes += Int64(bytes.count)
-        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) {
-            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
-            writebackFrom = fileBytes
-        }
     }
 
     /// Creates the next file and starts counting and hashing it.
@@ -268,18 +261,15 @@ final class ShareBodyReceiver: @unchecked Sendable {
             spareLength = 0
         }
         created.append(path)
-        hasher = ReceiveHasher(descriptor: opened.rawValue)
+        writer = ReceiveWriter(descriptor: opened.rawValue)
         file = consume opened
         fileBytes = 0
-        writebackFrom = 0
     }
 
-    /// The file being written is complete: what was received. A small file's writeback is left to the barrier.
+    /// The file being written is complete (every byte written, a spare's zeros past them cut): what was received.
     private func end(_ path: String) throws(ShareError) -> ReceivedFile {
-        if fileBytes - writebackFrom >= Int64(CopyEngine.chunkSize) / 2 {
-            file?.startWriteback(offset: writebackFrom, length: Int(fileBytes - writebackFrom))
-        }
         defer { closeFile() }
+        let sha256 = try writer?.finish() ?? ""
         if spareLength > fileBytes {
             do {
                 try file?.truncate(to: fileBytes)
@@ -287,19 +277,17 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 throw error as? ShareError ?? ShareError(.io, "\(error)")
             }
         }
-        let sha256 = try hasher?.finalize() ?? ""
         return ReceivedFile(path: path, bytes: fileBytes, sha256: sha256)
     }
 
-    /// Closes the file being written, once its hasher no longer reads it.
+    /// Closes the file being written, once its writer no longer uses it.
     private func closeFile() {
-        hasher?.waitUntilIdle()
-        hasher = nil
+        writer?.waitUntilIdle()
+        writer = nil
         file = nil
     }
 
     private static func create(_ path: String) throws -> FileDescriptor {
-        // Readable too: the hasher reads large files back from the page cache.
-        try FileDescriptor.create(path, readable: true)
+        try FileDescriptor.create(path)
     }
 }

@@ -254,6 +254,23 @@ package enum System {
         try call("pread") { Glibc.pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset)) }
     }
 
+    /// Writes the whole buffer at an offset of a raw descriptor the caller owns (looping over short writes), without
+    /// moving its file position.
+    package static func write(descriptor: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < buffer.count {
+            let remaining = UnsafeRawBufferPointer(rebasing: buffer[done...])
+            done += try call("pwrite") {
+                Glibc.pwrite(descriptor, remaining.baseAddress, remaining.count, off_t(offset + Int64(done)))
+            }
+        }
+    }
+
+    /// `FileDescriptor.startWriteback` for a raw descriptor the caller owns.
+    package static func startWriteback(descriptor: Int32, offset: Int64, length: Int) {
+        _ = sharepipe_start_writeback(descriptor, offset, Int64(length))
+    }
+
     /// Ends the process at once with SIGKILL, as a crash would (the crash tests' hooks).
     package static func killSelf() {
         _ = Glibc.kill(getpid(), SIGKILL)
