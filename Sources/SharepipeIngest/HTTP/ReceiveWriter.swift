@@ -36,6 +36,8 @@ final class ReceiveWriter: @unchecked Sendable {
     private var filled = 0
     /// Where the written bytes whose writeback was not started yet begin; used by whichever thread writes.
     private var writebackFrom: Int64 = 0
+    /// Bytes in the file so far: given, less what waits in buffers or was lost to a failed write.
+    private let inFile = Atomic<Int64>(0)
 
     /// A writer of the file open as `descriptor`, written from offset 0.
     init(descriptor: Int32) {
@@ -50,6 +52,10 @@ final class ReceiveWriter: @unchecked Sendable {
     /// Bytes given so far.
     var bytes: Int64 { given }
 
+    /// Bytes written to the file so far, from its start (all that were given once `finish` or `flush` returned
+    /// without a failure).
+    var bytesInFile: Int64 { inFile.load(ordering: .acquiring) }
+
     /// Appends `bytes` to the file.
     func append(_ bytes: UnsafeRawBufferPointer) throws(ShareError) {
         if let error = failure.withLock({ $0 }) { throw error }
@@ -63,6 +69,7 @@ final class ReceiveWriter: @unchecked Sendable {
             }
             digest.update(inline)
             given += Int64(inline.count)
+            inFile.store(given, ordering: .releasing)
             written(upTo: given)
             rest = UnsafeRawBufferPointer(rebasing: rest[inline.count...])
         }
@@ -96,6 +103,13 @@ final class ReceiveWriter: @unchecked Sendable {
     /// Returns once the writing thread no longer uses the descriptor.
     func waitUntilIdle() {
         queue?.sync {}
+    }
+
+    /// Writes what waits in a buffer and returns once the writing thread is idle (a request cut off: what arrived
+    /// is kept); a failure is left for `bytesInFile` to show.
+    func flush() {
+        if filled > 0 { try? handOver() }
+        waitUntilIdle()
     }
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {
@@ -144,6 +158,7 @@ final class ReceiveWriter: @unchecked Sendable {
                 return
             }
             digest.update(bytes)
+            inFile.store(offset + Int64(count), ordering: .releasing)
             written(upTo: offset + Int64(count))
         }
     }

@@ -19,13 +19,12 @@ final class TusReceiver: @unchecked Sendable {
     private var writebackFrom: Int64 = 0
     /// The share the upload became, once ingested.
     private(set) var shareID: String?
-    /// The SHA-256 of a `ResumableProtocol` upload whose first request this is, computed as its bytes arrive (past
-    /// the first MiB on a thread of its own, read back from the page cache through `hashSource`, as a plain body's
-    /// is): when the upload completes in this request (not interrupted), its data file is adopted as the share's
-    /// copy without being read again.
-    private var wholeDigest: ReceiveHasher?
-    /// The data file open for reading, for `wholeDigest`; closed only once the hasher is idle (`stopHashing`).
-    private var hashSource: FileDescriptor?
+    /// The first request of a `ResumableProtocol` upload writes its data file through this, as a plain body's is
+    /// (past the first MiB written and hashed from memory on a thread of its own), so its SHA-256 is known as its
+    /// bytes arrive: when the upload completes in this request (not interrupted), its data file is adopted as the
+    /// share's copy without being read again. It uses `file`'s descriptor: stopped (`stopWriting`) before `file` is
+    /// closed or anything else writes the data file.
+    private var writer: ReceiveWriter?
     private var wholeSHA256: String?
     /// The request's `Content-Digest`, checked over its body: a mismatch appends nothing.
     private let contentDigest: DigestFields.Check?
@@ -39,11 +38,8 @@ final class TusReceiver: @unchecked Sendable {
     ) {
         self.resumable = resumable
         self.contentDigest = contentDigest.map(DigestFields.Check.init)
-        if resumable != nil && upload.offset == 0 && limit > 0,
-            let source = try? FileDescriptor.openForReading(server.uploads.dataPath(upload.id))
-        {
-            wholeDigest = ReceiveHasher(descriptor: source.rawValue)
-            hashSource = consume source
+        if resumable != nil && upload.offset == 0 && limit > 0, let descriptor = file?.rawValue {
+            writer = ReceiveWriter(descriptor: descriptor)
         }
         self.server = server
         self.upload = upload
@@ -55,14 +51,13 @@ final class TusReceiver: @unchecked Sendable {
     }
 
     deinit {
-        stopHashing()
+        stopWriting()
     }
 
-    /// Ends the whole upload's hashing: its thread no longer reads the data file, which is then closed.
-    private func stopHashing() {
-        wholeDigest?.waitUntilIdle()
-        wholeDigest = nil
-        hashSource = nil
+    /// Ends the writer: its thread no longer writes the data file (what waits in its buffers is dropped).
+    private func stopWriting() {
+        writer?.waitUntilIdle()
+        writer = nil
     }
 
     /// Appends the next bytes of the body.
@@ -78,23 +73,21 @@ final class TusReceiver: @unchecked Sendable {
             throw ShareError(.badRequest, "the body passes the Upload-Length")
         }
         do {
-            try file?.writeAll(bytes)
+            if let writer {
+                try writer.append(bytes)
+            } else {
+                try file?.writeAll(bytes)
+            }
         } catch {
+            stopWriting()
             file = nil
             throw error as? ShareError ?? ShareError(.io, "\(error)")
         }
         digest?.update(bytes)
         contentDigest?.update(bytes)
-        if let wholeDigest {
-            do {
-                try wholeDigest.written(bytes)
-            } catch {
-                // The hash can be made again from the file when the upload completes.
-                stopHashing()
-            }
-        }
         received += Int64(bytes.count)
-        if received - writebackFrom >= Int64(CopyEngine.chunkSize) {
+        // The writer starts its own writeback.
+        if writer == nil && received - writebackFrom >= Int64(CopyEngine.chunkSize) {
             file?.startWriteback(offset: upload.offset + writebackFrom, length: Int(received - writebackFrom))
             writebackFrom = received
         }
@@ -103,13 +96,22 @@ final class TusReceiver: @unchecked Sendable {
     /// The body is complete: sync, record, and ingest when the upload is finished.
     func finish() async -> HTTPResponse {
         if let contentDigest, !contentDigest.matches() {
+            stopWriting()
             let error = ShareError(.badRequest, "the body does not match its Content-Digest; nothing was appended")
             return await perform([.truncate(to: upload.offset), .respond(
                 resumable.map { ResumableProtocol.refusal(error, $0.version) } ?? TusProtocol.refusal(error))])
         }
         if let resumable {
-            wholeSHA256 = try? wholeDigest?.finalize()
-            stopHashing()
+            if let writer {
+                do {
+                    wholeSHA256 = try writer.finish()
+                } catch {
+                    // A write failed: what reached the file is recorded, as for a cut request.
+                    abandon()
+                    return ResumableProtocol.refusal(error, resumable.version)
+                }
+                stopWriting()
+            }
             let now = System.wallClockNanoseconds() / 1_000_000
             return await perform(ResumableProtocol.received(
                 upload, bytes: received, resumable.append, creation: creation, resumable.version,
@@ -124,7 +126,11 @@ final class TusReceiver: @unchecked Sendable {
     /// are cut off by the next PATCH. `ResumableProtocol`: what arrived is synced and recorded (on the connection's
     /// thread, before the upload is released, so a resuming request that waits for it sees the new offset).
     func abandon() {
-        stopHashing()
+        if let writer {
+            writer.flush()
+            received = min(received, writer.bytesInFile)
+        }
+        stopWriting()
         defer { file = nil }
         guard resumable != nil, file != nil else { return }
         for action in ResumableProtocol.interrupted(upload, bytes: received) {
@@ -151,6 +157,7 @@ final class TusReceiver: @unchecked Sendable {
             return TusProtocol.refusal(error)
         }
         if error.code == .tooLarge || error.code == .badRequest {
+            stopWriting()
             file = nil
             try? server.uploads.remove(upload.id)
         } else {
