@@ -53,7 +53,16 @@ import Testing
             #expect(try spool.ledger.pending().shares == 0)
 
             faults.failure.withLock { $0 = nil }
-            let retried = await ingester.ingest(try candidate(dir, "note.txt"))
+            // `.busy` is the source's lock still held for a moment, as the daemon may find it: by a process another
+            // test is spawning (a fork copies the descriptor until its exec), or by a completion closure of the
+            // failed attempt still returning. The daemon tries such a file again later; so does this test.
+            var retried = await ingester.ingest(try candidate(dir, "note.txt"))
+            var tries = 1
+            while case .busy = retried, tries < 50 {
+                try await Task.sleep(for: .milliseconds(100))
+                retried = await ingester.ingest(try candidate(dir, "note.txt"))
+                tries += 1
+            }
             guard case .published = retried else {
                 Issue.record("the source was not published on the next try: \(retried)")
                 return
