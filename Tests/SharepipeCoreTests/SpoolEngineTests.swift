@@ -24,6 +24,20 @@ import Testing
         InboxCandidate(name: name, status: try System.lstat(dir + "/inbox/" + name))
     }
 
+    /// Ingests `name` again right after an earlier attempt on it, as the daemon does: `.busy` (the file's lock still
+    /// held a moment, by a process another test is spawning: a fork copies the descriptor until its exec) is tried
+    /// again, for up to 5 s.
+    func ingestAgain(_ ingester: InboxIngester, _ dir: String, _ name: String) async throws -> InboxIngester.Outcome {
+        var outcome = await ingester.ingest(try candidate(dir, name))
+        var tries = 1
+        while case .busy = outcome, tries < 50 {
+            try await Task.sleep(for: .milliseconds(100))
+            outcome = await ingester.ingest(try candidate(dir, name))
+            tries += 1
+        }
+        return outcome
+    }
+
     func copies(_ spool: Spool) throws -> [String] {
         try spool.shareIDs(in: .incoming).map { shareID in
             let manifest = try spool.manifest(.incoming, shareID)
@@ -53,16 +67,7 @@ import Testing
             #expect(try spool.ledger.pending().shares == 0)
 
             faults.failure.withLock { $0 = nil }
-            // `.busy` is the source's lock still held for a moment, as the daemon may find it: by a process another
-            // test is spawning (a fork copies the descriptor until its exec), or by a completion closure of the
-            // failed attempt still returning. The daemon tries such a file again later; so does this test.
-            var retried = await ingester.ingest(try candidate(dir, "note.txt"))
-            var tries = 1
-            while case .busy = retried, tries < 50 {
-                try await Task.sleep(for: .milliseconds(100))
-                retried = await ingester.ingest(try candidate(dir, "note.txt"))
-                tries += 1
-            }
+            let retried = try await ingestAgain(ingester, dir, "note.txt")
             guard case .published = retried else {
                 Issue.record("the source was not published on the next try: \(retried)")
                 return
@@ -108,14 +113,14 @@ import Testing
             // A second daemon on the same ledger takes the file: it recognises it and unlinks it.
             let other = try Spool(root: dir + "/state")
             let second = try ingester(dir, other)
-            #expect(await second.ingest(try candidate(dir, "note.txt")) == .vanished)
+            #expect(try await ingestAgain(second, dir, "note.txt") == .vanished)
             #expect(!FileManager.default.fileExists(atPath: dir + "/inbox/note.txt"))
             #expect(try copies(other) == ["published once\n"])
             #expect(try other.ledger.stagedSources().isEmpty)
 
             // The same bytes dropped again under the same name are a new drop.
             try writeFile(dir + "/inbox/note.txt", "published once\n")
-            guard case .published = await second.ingest(try candidate(dir, "note.txt")) else {
+            guard case .published = try await ingestAgain(second, dir, "note.txt") else {
                 Issue.record("a new drop with the same content was not ingested")
                 return
             }

@@ -49,9 +49,6 @@ final class ReceiveWriter: @unchecked Sendable {
         for chunk in spare.withLock({ $0 }) { chunk.buffer.deallocate() }
     }
 
-    /// Bytes given so far.
-    var bytes: Int64 { given }
-
     /// Bytes written to the file so far, from its start (all that were given once `finish` or `flush` returned
     /// without a failure).
     var bytesInFile: Int64 { inFile.load(ordering: .acquiring) }
@@ -70,7 +67,7 @@ final class ReceiveWriter: @unchecked Sendable {
             digest.update(inline)
             given += Int64(inline.count)
             inFile.store(given, ordering: .releasing)
-            written(upTo: given)
+            startWriteback(upTo: given, once: Int64(CopyEngine.chunkSize))
             rest = UnsafeRawBufferPointer(rebasing: rest[inline.count...])
         }
         while !rest.isEmpty {
@@ -93,10 +90,7 @@ final class ReceiveWriter: @unchecked Sendable {
         waitUntilIdle()
         if let error = failure.withLock({ $0 }) { throw error }
         // A small file's writeback is left to the barrier.
-        if given - writebackFrom >= Int64(CopyEngine.chunkSize) / 2 {
-            System.startWriteback(descriptor: descriptor, offset: writebackFrom, length: Int(given - writebackFrom))
-            writebackFrom = given
-        }
+        startWriteback(upTo: given, once: Int64(CopyEngine.chunkSize) / 2)
         return hex(digest.finalize())
     }
 
@@ -116,9 +110,9 @@ final class ReceiveWriter: @unchecked Sendable {
         spare.withLock { $0.popLast() }?.buffer ?? .allocate(byteCount: Self.chunkBytes, alignment: 4096)
     }
 
-    /// Starts the writeback of what is written once a copy's chunk of it is waiting.
-    private func written(upTo end: Int64) {
-        guard end - writebackFrom >= Int64(CopyEngine.chunkSize) else { return }
+    /// Starts the writeback of what is written up to `end` once at least `threshold` bytes of it are waiting.
+    private func startWriteback(upTo end: Int64, once threshold: Int64) {
+        guard end - writebackFrom >= threshold else { return }
         System.startWriteback(descriptor: descriptor, offset: writebackFrom, length: Int(end - writebackFrom))
         writebackFrom = end
     }
@@ -159,7 +153,7 @@ final class ReceiveWriter: @unchecked Sendable {
             }
             digest.update(bytes)
             inFile.store(offset + Int64(count), ordering: .releasing)
-            written(upTo: offset + Int64(count))
+            startWriteback(upTo: offset + Int64(count), once: Int64(CopyEngine.chunkSize))
         }
     }
 }

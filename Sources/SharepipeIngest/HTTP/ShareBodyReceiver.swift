@@ -49,6 +49,8 @@ struct SharePart: Decodable, Sendable {
 final class ShareBodyReceiver: @unchecked Sendable {
     /// Where this body's files go: `RECEIVE-DIRECTORY/REQUEST-`, then the part's number.
     private let filePrefix: String
+    /// The same, without the directory: the names of this body's files in it.
+    private let namePrefix: String
     /// Every file created so far, for `discard`.
     private var created: [String] = []
     /// The receive directory, which may hand out a spare for a file.
@@ -91,7 +93,8 @@ final class ShareBodyReceiver: @unchecked Sendable {
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
         self.directory = directory
-        filePrefix = directory.path + "/" + UUID.random().uuidString + "-"
+        namePrefix = UUID.random().uuidString + "-"
+        filePrefix = directory.path + "/" + namePrefix
         digest = try DigestFields.expected(head).get().map(DigestFields.Check.init)
         switch kind {
         case .multipart(let boundary):
@@ -107,7 +110,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 path: filePrefix + "0", filename: disposition?.filename, contentType: contentType)
             single = ReceivedBody.Attachment(
                 field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
-            try begin(part.path)
+            try begin(part: "0")
         }
     }
 
@@ -208,7 +211,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
                     field: head.name, parts: [part], suggestedName: HeaderValue.safeFileName(head.filename)))
                 current = (attachments.count - 1, 0)
             }
-            try begin(path)
+            try begin(part: String(partCount))
             partState = .file
         case .partData(let bytes):
             switch partState {
@@ -245,10 +248,11 @@ final class ShareBodyReceiver: @unchecked Sendable {
         totalBytes += Int64(bytes.count)
     }
 
-    /// Creates the next file and starts counting and hashing it.
-    private func begin(_ path: String) throws {
+    /// Creates the file of part `number` (`REQUEST-number`, a kept spare when there is one) and starts writing it.
+    private func begin(part number: String) throws {
+        let path = filePrefix + number
         let opened: FileDescriptor
-        if let length = directory.takeSpare(as: String(path.dropFirst(directory.path.count + 1))) {
+        if let length = directory.takeSpare(as: namePrefix + number) {
             do {
                 opened = try FileDescriptor.openExisting(path)
             } catch {

@@ -6,7 +6,7 @@ extension FileDescriptor {
     /// streams to the disk as it goes and the final `fsync` finds little left to do. Only a hint: a file system
     /// that cannot do it is not an error, since the `fsync` that follows writes the range anyway.
     package func startWriteback(offset: Int64, length: Int) {
-        _ = sharepipe_start_writeback(rawValue, offset, Int64(length))
+        System.startWriteback(descriptor: rawValue, offset: offset, length: length)
     }
 
     /// Sets an extended attribute holding a number (as decimal text).
