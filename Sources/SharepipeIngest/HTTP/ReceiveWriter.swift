@@ -18,8 +18,8 @@ final class ReceiveWriter: @unchecked Sendable {
     /// Bytes written and hashed on the connection's thread.
     static let inlineBytes: Int64 = 1 << 20
     /// One buffer handed to the writing thread.
-    static let chunkBytes = 512 << 10
-    static let maxQueued = 4
+    static let chunkBytes = 256 << 10
+    static let maxQueued = 3
 
     private let descriptor: Int32
     private let digest = MessageDigest(.sha256)
