@@ -275,13 +275,19 @@ struct DaemonEndToEndTests {
             expected["beach.jpg"] = photo
             expected["diary.txt"] = Array("day two\n".utf8)
             try FileManager.default.moveItem(atPath: sandbox.outside + "/trip", toPath: sandbox.inbox + "/trip")
-            // A folder filled in place, slowly: one share once it is quiet.
+            // A folder filled in place, slowly: one share once it is quiet. The longest stretch between two changes
+            // is measured: only a pause longer than a poll interval lets two equal polls see a partial folder.
+            let clock = ContinuousClock()
+            var lastChange = clock.now
+            var longestPause = Duration.zero
             try FileManager.default.createDirectory(atPath: sandbox.inbox + "/slow", withIntermediateDirectories: true)
             for part in 0..<3 {
-                try writeFile(sandbox.inbox + "/slow/part-\(part).txt", "part \(part)\n")
-                expected["part-\(part).txt"] = Array("part \(part)\n".utf8)
                 // The scenario: a writer that fills the folder slowly, across several scans.
                 try await Task.sleep(for: .milliseconds(50))
+                try writeFile(sandbox.inbox + "/slow/part-\(part).txt", "part \(part)\n")
+                expected["part-\(part).txt"] = Array("part \(part)\n".utf8)
+                longestPause = max(longestPause, clock.now - lastChange)
+                lastChange = clock.now
             }
 
             #expect(try await eventually(.seconds(60)) {
@@ -296,7 +302,14 @@ struct DaemonEndToEndTests {
             for (path, bytes) in stored {
                 #expect(bytes == expected[(path as NSString).lastPathComponent], "\(path)")
             }
-            #expect(publishedCount(result.stderr) == 9)
+            // Six files, the moved folder, the slow folder and the last drop. A CI machine loaded by hundreds of
+            // parallel tests once stalled the writer past a poll interval, and the slow folder split in two: that
+            // is the contract too (a folder quiet for a whole interval is judged), so only then may it be more.
+            if longestPause < .milliseconds(400) {
+                #expect(publishedCount(result.stderr) == 9, "longest pause \(longestPause)")
+            } else {
+                #expect((9...11).contains(publishedCount(result.stderr)), "longest pause \(longestPause)")
+            }
             #expect(directoryNames(sandbox.inbox).isEmpty)
         }
     }
