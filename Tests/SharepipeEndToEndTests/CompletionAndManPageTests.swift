@@ -43,8 +43,8 @@ private func installed(_ program: String) -> Bool {
     static let tree = CommandTree(.sharepipe)
 
     /// Writes `sharepipe completions SHELL` (or `manpage`) into `dir` and returns its path.
-    func generated(_ arguments: [String], in dir: String, name: String) throws -> String {
-        let result = try runSharepipe(arguments)
+    func generated(_ arguments: [String], in dir: String, name: String) async throws -> String {
+        let result = try await runSharepipe(arguments)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty)
         return try writeFile(dir + "/" + name, result.stdout)
@@ -52,7 +52,7 @@ private func installed(_ program: String) -> Bool {
 
     @Test func bashScriptParsesAndCompletesCommandsOptionsAndValues() async throws {
         try await withTemporaryDirectory { dir in
-            let script = try generated(["completions", "bash"], in: dir, name: "sharepipe.bash")
+            let script = try await generated(["completions", "bash"], in: dir, name: "sharepipe.bash")
             let syntax = try runProgram("/bin/bash", ["-n", script])
             #expect(syntax.status == 0, "\(syntax.stderr)")
             // One completion per line: the words typed so far (the last one is being completed) and the reply.
@@ -93,7 +93,7 @@ private func installed(_ program: String) -> Bool {
     @Test(.enabled(if: installed("zsh"), "zsh is not installed (apt-get install zsh)"))
     func zshScriptParsesAndRegistersItself() async throws {
         try await withTemporaryDirectory { dir in
-            let script = try generated(["completions", "zsh"], in: dir, name: "_sharepipe")
+            let script = try await generated(["completions", "zsh"], in: dir, name: "_sharepipe")
             #expect(try String(contentsOfFile: script, encoding: .utf8).hasPrefix("#compdef sharepipe\n"))
             let syntax = try runProgram("/usr/bin/zsh", ["-n", script])
             #expect(syntax.status == 0, "\(syntax.stderr)")
@@ -108,7 +108,7 @@ private func installed(_ program: String) -> Bool {
     @Test(.enabled(if: installed("fish"), "fish is not installed (apt-get install fish)"))
     func fishScriptParsesAndCompletes() async throws {
         try await withTemporaryDirectory { dir in
-            let script = try generated(["completions", "fish"], in: dir, name: "sharepipe.fish")
+            let script = try await generated(["completions", "fish"], in: dir, name: "sharepipe.fish")
             let syntax = try runProgram("/usr/bin/fish", ["-n", script])
             #expect(syntax.status == 0, "\(syntax.stderr)")
             let cases = [
@@ -127,7 +127,7 @@ private func installed(_ program: String) -> Bool {
 
     @Test func manPageRendersWithoutWarningsAndListsEveryCommandAndOption() async throws {
         try await withTemporaryDirectory { dir in
-            let page = try generated(["manpage"], in: dir, name: "sharepipe.1")
+            let page = try await generated(["manpage"], in: dir, name: "sharepipe.1")
             let rendered = try runProgram(
                 "/usr/bin/man", ["--warnings", "-l", page], environment: ["MANWIDTH": "200", "LC_ALL": "C.UTF-8"])
             #expect(rendered.status == 0)

@@ -25,7 +25,7 @@ struct DaemonEndToEndTests {
             #expect(!listener.assignments.contains("STOPPING=1"))
 
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(try await listener.receive(for: .seconds(5)) { $0.contains("STOPPING=1") })
             let ready = listener.assignments.firstIndex(of: "READY=1")
@@ -73,7 +73,7 @@ struct DaemonEndToEndTests {
             // Nothing is stored twice: anything still coming would be stored before the last drop.
             expected[DaemonSandbox.lastDrop] = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
 
             let stored = storedFiles(sandbox.output)
@@ -131,7 +131,7 @@ struct DaemonEndToEndTests {
             // Stored once: a second, later candidate would be stored before the last drop.
             _ = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             let stored = storedFiles(sandbox.output)
             #expect(stored.keys.sorted() == ["text/burst.txt", "text/" + DaemonSandbox.lastDrop])
@@ -187,7 +187,7 @@ struct DaemonEndToEndTests {
             #expect(directoryNames(sandbox.inbox) == [".hidden", ".rejected", "x.part"])
 
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(Array(storedFiles(sandbox.output).keys) == ["text/after.txt"])
             #expect(sandbox.spoolStagesAreEmpty)
@@ -227,7 +227,7 @@ struct DaemonEndToEndTests {
                 directoryNames(sandbox.inbox).isEmpty && sandbox.isDrained
             }, "\(directoryNames(sandbox.inbox).count) of \(count) left in the inbox")
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(60))
+            let result = try await daemon.waitForExit(timeout: .seconds(60))
             #expect(result.status == 0, "\(String(result.stderr.suffix(2000)))")
             #expect(!FileManager.default.fileExists(atPath: sandbox.inbox + "/.rejected"))
             #expect(sandbox.spoolStagesAreEmpty)
@@ -237,7 +237,7 @@ struct DaemonEndToEndTests {
             #expect(metricValue(metrics, "sharepipe_shares_processed_total") == count)
             // The ledger agrees: every share recorded processed, none left pending (a consumer that claims a share
             // before its loader recorded it published must not leave it `published` for ever).
-            let status = try runSharepipe(["status", "--state", sandbox.state, "--json"])
+            let status = try await runSharepipe(["status", "--state", sandbox.state, "--json"])
             #expect(status.status == 0, "\(status.stderr)")
             let report = try status.jsonObject
             #expect(report["processed"] as? Int == count)
@@ -295,7 +295,7 @@ struct DaemonEndToEndTests {
             }, "\(daemon.stderrSoFar)")
             expected[DaemonSandbox.lastDrop] = try await sandbox.dropLastAndWait()
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             let stored = storedFiles(sandbox.output)
             #expect(stored.count == expected.count)
@@ -367,7 +367,7 @@ struct DaemonEndToEndTests {
             }, "\(daemon.stderrSoFar)")
 
             daemon.signal(SIGTERM)
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(directoryNames(sandbox.inbox + "/.rejected") == ["before.txt", "before.txt.reason.json"])
             #expect(Array(storedFiles(sandbox.output).keys) == ["text/after.txt"])
@@ -385,7 +385,7 @@ struct DaemonEndToEndTests {
             try writeFile(sandbox.inbox + "/folder/table.csv", try fixtureBytes("files/table.csv"))
             let metricsPath = dir + "/metrics/sharepipe.prom"
             try FileManager.default.createDirectory(atPath: dir + "/metrics", withIntermediateDirectories: true)
-            let result = try runSharepipe(sandbox.arguments([
+            let result = try await runSharepipe(sandbox.arguments([
                 "--output", sandbox.output, "--oneshot", "--metrics-file", metricsPath,
             ]))
             #expect(result.status == 0, "\(result.stderr)")
@@ -411,7 +411,7 @@ struct DaemonEndToEndTests {
             let bytes = try fixtureBytes("files/notes.txt")
             for number in 0..<25 { try writeFile(sandbox.inbox + "/note-\(number).txt", bytes) }
             // At most 6 shares pending: the 25 files are ingested 3 at a time, each part consumed before the next.
-            let result = try runSharepipe(sandbox.arguments([
+            let result = try await runSharepipe(sandbox.arguments([
                 "--output", sandbox.output, "--oneshot", "--max-pending-shares", "6",
             ]))
             #expect(result.status == 0, "\(result.stderr)")
@@ -427,17 +427,17 @@ struct DaemonEndToEndTests {
             let sandbox = DaemonSandbox(root: dir)
             try writeFile(sandbox.inbox + "/good.txt", "fine\n")
             try writeFile(sandbox.inbox + "/lying.jpg", try fixtureBytes("hostile/lying.jpg"))
-            let partial = try runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
+            let partial = try await runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
             #expect(partial.status == 3, "\(partial.stderr)")
             #expect(Array(storedFiles(sandbox.output).keys) == ["text/good.txt"])
             #expect(try reasonCode(sandbox.inbox + "/.rejected/lying.jpg.reason.json") == "ERR_TYPE_MISMATCH")
 
             try writeFile(sandbox.inbox + "/another-lie.png", "not a PNG at all\n")
-            let rejected = try runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
+            let rejected = try await runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
             #expect(rejected.status == 4, "\(rejected.stderr)")
             #expect(try reasonCode(sandbox.inbox + "/.rejected/another-lie.png.reason.json") == "ERR_TYPE_MISMATCH")
 
-            let nothing = try runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
+            let nothing = try await runSharepipe(sandbox.arguments(["--output", sandbox.output, "--oneshot"]))
             #expect(nothing.status == 0, "\(nothing.stderr)")
         }
     }
@@ -455,7 +455,7 @@ struct DaemonEndToEndTests {
             } else {
                 try FileManager.default.moveItem(atPath: sandbox.inbox, toPath: dir + "/elsewhere")
             }
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             #expect(result.status != 0)
             let errors = result.stderr.split(separator: "\n").filter { $0.contains("level=error") }
             #expect(errors.contains { $0.contains("inbox was deleted or moved") }, "\(result.stderr)")
@@ -553,7 +553,7 @@ private func runWithSecrets(_ dir: String, _ extra: [String]) async throws -> St
             && FileManager.default.fileExists(atPath: sandbox.inbox + "/.rejected/TOPSECRET-lie.jpg.reason.json")
     }
     daemon.signal(SIGTERM)
-    let result = try daemon.waitForExit(timeout: .seconds(30))
+    let result = try await daemon.waitForExit(timeout: .seconds(30))
     guard done, result.status == 0 else {
         throw SupportError("the secret drops were not handled (status \(result.status)): \(result.stderr)")
     }

@@ -56,11 +56,11 @@ struct FaultTests {
                 // The scenario: the kill comes at a random moment of the run.
                 try await Task.sleep(for: .milliseconds(delay))
                 daemon.signal(SIGKILL)
-                let killed = try daemon.waitForExit(timeout: .seconds(10))
+                let killed = try await daemon.waitForExit(timeout: .seconds(10))
                 #expect(killed.status == 128 + SIGKILL, "round \(round): \(killed.stderr)")
             }
 
-            let final = try runSharepipe(arguments + ["--oneshot"])
+            let final = try await runSharepipe(arguments + ["--oneshot"])
             #expect(final.status == 0, "kills after \(delays) ms; \(final.stderr)")
             // Checker runs started by a killed daemon keep going in their own process group; let them end.
             #expect(try await eventually(.seconds(10)) { processes(mentioning: checker).isEmpty })
@@ -200,7 +200,7 @@ struct FaultTests {
                 #expect(listing(inbox + "/.rejected").isEmpty)
                 #expect(try await eventually(.seconds(5)) { stagesAreEmpty(state) }, "\(stageListing(state))")
                 daemon.signal(SIGTERM)
-                let stopped = try daemon.waitForExit(timeout: .seconds(30))
+                let stopped = try await daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
             }
         }
@@ -238,7 +238,7 @@ struct FaultTests {
                 #expect(try await eventually(.seconds(20)) { loggedNames(log) == ["big.bin"] })
                 #expect(try await eventually(.seconds(5)) { listing(inbox).isEmpty })
                 daemon.signal(SIGTERM)
-                let stopped = try daemon.waitForExit(timeout: .seconds(30))
+                let stopped = try await daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
             }
         }
@@ -286,7 +286,7 @@ struct FaultTests {
                 // periodic sweep (every 30 s) hands it on; its name is logged already, so this may wait for the sweep.
                 #expect(try await eventually(.seconds(45)) { stagesAreEmpty(state) }, "\(stageListing(state))")
                 daemon.signal(SIGTERM)
-                let stopped = try daemon.waitForExit(timeout: .seconds(30))
+                let stopped = try await daemon.waitForExit(timeout: .seconds(30))
                 #expect(stopped.status == 0, "\(stopped.stderr)")
             }
         }
@@ -319,7 +319,7 @@ struct FaultTests {
                 "daemon", "--inbox", inbox, "--state", state, "--oneshot", "--processor", "exec", "--exec", command,
                 "--exec-timeout", "200", "--max-attempts", "2", "--retry-delay", "50",
             ])
-            let result = try daemon.waitForExit(timeout: .seconds(30))
+            let result = try await daemon.waitForExit(timeout: .seconds(30))
             let elapsed = ContinuousClock.now - started
             #expect(result.status == 1, "\(result.stderr)")
             #expect(result.stderr.contains("quarantined=1"), "\(result.stderr)")
@@ -362,7 +362,7 @@ struct FaultTests {
             var shareIDs: [String] = []
             for name in ["first.txt", "second.txt"] {
                 let source = try writeFile(dir + "/" + name, "\(name)\n")
-                let published = try runSharepipe(["share", "--state", state, "--json", source])
+                let published = try await runSharepipe(["share", "--state", state, "--json", source])
                 #expect(published.status == 0, "\(published.stderr)")
                 shareIDs.append(try #require(try published.jsonObject["shareId"] as? String))
             }
@@ -376,7 +376,7 @@ struct FaultTests {
             let held = try #require(loggedNames(log).first?.dropFirst("start ".count)).description
             #expect(listing(state + "/processing") == [held])
 
-            let second = try runSharepipe(consume)
+            let second = try await runSharepipe(consume)
             #expect(second.status == 0, "\(second.stderr)")
             let report = try second.jsonObject
             let recovery = try #require(report["recovery"] as? [String: Any])
@@ -384,7 +384,7 @@ struct FaultTests {
             #expect(recovery["returnedToIncoming"] as? Int == 0)
             #expect(report["processed"] as? Int == 1)
 
-            let first = try holder.waitForExit(timeout: .seconds(30))
+            let first = try await holder.waitForExit(timeout: .seconds(30))
             #expect(first.status == 0, "\(first.stderr)")
             #expect(try first.jsonObject["processed"] as? Int == 1)
             let other = try #require(shareIDs.first { $0 != held })

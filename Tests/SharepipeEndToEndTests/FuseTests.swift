@@ -67,7 +67,7 @@ struct FuseTests {
                 let names = try drops.prepare(60, in: scratch, tag: "\(kind.rawValue)-\(location.rawValue)")
                 try drops.release(names, from: scratch, into: inbox)
 
-                let doctor = try await runSharepipeAsync([
+                let doctor = try await runSharepipe([
                     "doctor", "--state", state, "--inbox", inbox, "--output", output, "--json",
                 ])
                 let checks = try #require(try doctor.json as? [[String: Any]])
@@ -77,7 +77,7 @@ struct FuseTests {
                 #expect(detail.hasPrefix("type fuse, barrier fsync, claim link, capacity "), "\(detail)")
                 #expect(detail.contains("capacity unknown") == (kind == .powercutfs), "\(detail)")
 
-                let run = try await runSharepipeAsync([
+                let run = try await runSharepipe([
                     "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "store", "--output",
                     output,
                 ])
@@ -121,7 +121,7 @@ struct FuseTests {
                 try await Task.sleep(for: .milliseconds(500))
                 for daemon in daemons { daemon.signal(SIGTERM) }
                 var results: [ProcessResult] = []
-                for daemon in daemons { results.append(try await daemon.exit(timeout: .seconds(30))) }
+                for daemon in daemons { results.append(try await daemon.waitForExit(timeout: .seconds(30))) }
                 #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
                 let stored = sha256Digests(of: regularFiles(under: output))
                 #expect(stored.sorted() == drops.digests.sorted(), "\(stored.count) stored of \(drops.digests.count)")

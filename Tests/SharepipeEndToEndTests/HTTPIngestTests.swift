@@ -261,13 +261,13 @@ struct HTTPIngestTests {
             let sandbox = HTTPSandbox(root: dir)
             let tokens = try writeFile(dir + "/tokens", "# who may upload\nphone TOPSECRET-token-1\nscanner TOPSECRET-2\n")
             chmod(tokens, 0o644)
-            let loose = try await runSharepipeAsync([
+            let loose = try await runSharepipe([
                 "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--listen", "127.0.0.1:0",
                 "--tokens", tokens,
             ])
             #expect(loose.status == 2)
             #expect(loose.stderr.contains("mode 644"))
-            let open = try await runSharepipeAsync([
+            let open = try await runSharepipe([
                 "daemon", "--inbox", sandbox.inbox, "--state", sandbox.state, "--listen", "0.0.0.0:0", "--json",
             ])
             #expect(open.status == 2)
@@ -324,7 +324,7 @@ struct HTTPIngestTests {
             #expect(other.status == 201)
             #expect(try other.json["shareId"] as? String != (try first.json["shareId"] as? String))
             _ = try await daemon.stop()
-            let listed = try runSharepipe(["ls", "--state", sandbox.state, "--json"])
+            let listed = try await runSharepipe(["ls", "--state", sandbox.state, "--json"])
             #expect(listed.stdout.components(separatedBy: "\"shareId\"").count - 1 <= 2)
         }
     }
@@ -402,7 +402,7 @@ struct HTTPIngestTests {
             }
             #expect(receiving)
             daemon.process.signal(SIGKILL)
-            _ = try await daemon.process.exit(timeout: .seconds(10))
+            _ = try await daemon.process.waitForExit(timeout: .seconds(10))
             let cut = try await upload.result()
             #expect(cut.status != 0)
             #expect(!cut.stdout.contains("shareId"))
@@ -447,7 +447,7 @@ struct HTTPIngestTests {
             ])
             #expect(sent.status == 201)
             activated.signal(SIGTERM)
-            #expect(try await activated.exit(timeout: .seconds(30)).status == 0)
+            #expect(try await activated.waitForExit(timeout: .seconds(30)).status == 0)
         }
     }
 }

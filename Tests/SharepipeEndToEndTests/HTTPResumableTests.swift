@@ -145,7 +145,7 @@ struct HTTPResumableTests {
             }
             #expect(progressed, "client: \(first.stdoutSoFar)\ndaemon: \(daemon.process.stderrSoFar.suffix(4000))")
             daemon.process.signal(SIGKILL)
-            _ = try await daemon.process.exit(timeout: .seconds(10))
+            _ = try await daemon.process.waitForExit(timeout: .seconds(10))
             _ = try writeFile(urlFile + ".go", "")
             let interrupted = try await first.result()
             #expect(interrupted.status != 0)
@@ -186,13 +186,13 @@ struct HTTPResumableTests {
                 #expect(created.status == 201)
                 locations.append(daemon.baseURL + (try #require(created.headers["location"])))
             }
-            func resumable(_ sandbox: HTTPSandbox) throws -> Int? {
-                let result = try runSharepipe(["status", "--state", sandbox.state, "--ledger", ledger, "--json"])
+            func resumable(_ sandbox: HTTPSandbox) async throws -> Int? {
+                let result = try await runSharepipe(["status", "--state", sandbox.state, "--ledger", ledger, "--json"])
                 #expect(result.status == 0, "\(result.stderr)")
                 return (try result.jsonObject["uploads"] as? [String: Int])?["resumable"]
             }
-            #expect(try resumable(sandboxes[0]) == 2)
-            #expect(try resumable(sandboxes[1]) == 2)
+            #expect(try await resumable(sandboxes[0]) == 2)
+            #expect(try await resumable(sandboxes[1]) == 2)
 
             let body = try writeFile(dir + "/body", Array("hello".utf8))
             let finished = try await curlResponse(tus + [
@@ -200,9 +200,9 @@ struct HTTPResumableTests {
                 "--data-binary", "@" + body, locations[0],
             ])
             #expect(finished.status == 204)
-            #expect(try resumable(sandboxes[1]) == 1)
+            #expect(try await resumable(sandboxes[1]) == 1)
             #expect(try await curlResponse(tus + ["-X", "DELETE", locations[1]]).status == 204)
-            #expect(try resumable(sandboxes[0]) == 0)
+            #expect(try await resumable(sandboxes[0]) == 0)
             for daemon in daemons { _ = try await daemon.stop() }
         }
     }

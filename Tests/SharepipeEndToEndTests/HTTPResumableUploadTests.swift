@@ -116,7 +116,7 @@ struct HTTPResumableUploadTests {
             let file = try writeFile(dir + "/video.bin", randomBytes(Self.size))
             try await Self.cutAndResume(sandbox, base: daemon.baseURL, file: file, version: 6, parts: 2) {
                 daemon.process.signal(SIGKILL)
-                _ = try await daemon.process.exit(timeout: .seconds(30))
+                _ = try await daemon.process.waitForExit(timeout: .seconds(30))
                 daemon = try await sandbox.start(listen: [address])
                 return daemon.baseURL
             }

@@ -72,7 +72,7 @@ struct HTTPDaemon {
     /// Stops it with SIGTERM and waits.
     func stop() async throws -> ProcessResult {
         process.signal(SIGTERM)
-        return try await process.exit(timeout: .seconds(30))
+        return try await process.waitForExit(timeout: .seconds(30))
     }
 }
 

@@ -52,8 +52,8 @@ struct LargeShareTests {
     }
 
     /// `sharepipe status --json` of the state directory.
-    func status(_ state: String) throws -> [String: Any] {
-        let result = try runSharepipe(["status", "--state", state, "--json"])
+    func status(_ state: String) async throws -> [String: Any] {
+        let result = try await runSharepipe(["status", "--state", state, "--json"])
         #expect(result.status == 0)
         return try result.jsonObject
     }
@@ -62,7 +62,7 @@ struct LargeShareTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let (share, _) = try await startLargeShare(try largeFile(dir), state: state) { $0.signal(SIGINT) }
-            let result = try await share.exit()
+            let result = try await share.waitForExit()
             #expect(result.status == 1)
             #expect(result.stderr.contains("cancelling: rolling the share back"))
             let receipt = try result.jsonObject
@@ -74,7 +74,7 @@ struct LargeShareTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/staging").isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/incoming").isEmpty)
             // The ledger knows the share and that it was rolled back.
-            let report = try status(state)
+            let report = try await status(state)
             #expect(report["rejected"] as? Int == 1)
             let stages = ["staging": 0, "incoming": 0, "processing": 0, "quarantine": 0]
             #expect(report["stages"] as? [String: Int] == stages)
@@ -93,17 +93,17 @@ struct LargeShareTests {
                 return share.stderrSoFar.contains("cancelling:")
             }
             #expect(cancelling)
-            let result = try await share.exit(timeout: .seconds(10))
+            let result = try await share.waitForExit(timeout: .seconds(10))
             // The second interrupt either ended the process by SIGINT (130), or came after the rollback had
             // already finished and the receipt was out (1). Either way nothing is published.
             #expect(result.status == 130 || result.status == 1)
             if result.status == 130 { #expect(result.stdout.isEmpty) }
             #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/incoming").isEmpty)
-            let report = try status(state)
+            let report = try await status(state)
             #expect((report["stages"] as? [String: Int])?["incoming"] == 0)
             #expect(report["processed"] as? Int == 0)
             // A partial copy left by the abrupt exit is never published, and the next start removes it.
-            let consume = try runSharepipe(["consume", "--state", state, "--processor", "discard"])
+            let consume = try await runSharepipe(["consume", "--state", state, "--processor", "discard"])
             #expect(consume.status == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/staging").isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/incoming").isEmpty)
@@ -114,8 +114,8 @@ struct LargeShareTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let (share, (json, human)) = try await startLargeShare(try largeFile(dir), state: state) { share in
-                let json = try runSharepipe(["status", "--state", state, "--json"])
-                let human = try runSharepipe(["status", "--state", state])
+                let json = try runSharepipeBlocking(["status", "--state", state, "--json"])
+                let human = try runSharepipeBlocking(["status", "--state", state])
                 share.signal(SIGTERM)
                 return (json, human)
             }
@@ -125,10 +125,10 @@ struct LargeShareTests {
             #expect(inFlight["bytesTotal"] == Self.size)
             #expect((1...Self.size).contains(inFlight["bytesDone"] ?? 0))
             #expect(human.stdout.contains("1 copy, "))
-            let result = try await share.exit()
+            let result = try await share.waitForExit()
             #expect(result.status == 1)
             #expect((try result.jsonObject["error"] as? [String: Any])?["code"] as? String == "ERR_CANCELLED")
-            let after = try status(state)["inFlight"] as? [String: Int]
+            let after = try await status(state)["inFlight"] as? [String: Int]
             #expect(after == ["copies": 0, "bytesDone": 0, "bytesTotal": 0])
         }
     }

@@ -17,7 +17,7 @@ struct LedgerStartupTests {
                     ])
                 }
                 for daemon in daemons {
-                    let result = try await daemon.exit(timeout: .seconds(60))
+                    let result = try await daemon.waitForExit(timeout: .seconds(60))
                     #expect(result.status == 0, "round \(round): \(result.stderr)")
                     #expect(!result.stderr.contains("database is locked"))
                 }

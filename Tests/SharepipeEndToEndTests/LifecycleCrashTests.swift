@@ -26,8 +26,8 @@ import Testing
     }
 
     /// Unfinished shares the ledger lists (`ls --json`), by stage.
-    func listed(_ state: String) throws -> [String] {
-        let listing = try runSharepipe(["ls", "--state", state, "--json"])
+    func listed(_ state: String) async throws -> [String] {
+        let listing = try await runSharepipe(["ls", "--state", state, "--json"])
         let shares = (try listing.jsonObject["shares"]) as? [[String: Any]] ?? []
         return shares.compactMap { $0["stage"] as? String }
     }
@@ -42,14 +42,14 @@ import Testing
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "exec",
                 "--exec", Self.failingOnce(output), "--max-attempts", "5", "--retry-delay", "10",
             ]
-            expectKilled(try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
-            let restarted = try await runSharepipeAsync(daemon)
+            expectKilled(try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
+            let restarted = try await runSharepipe(daemon)
             #expect(restarted.status == 0, "\(restarted.stderr)")
             let stored = engine.names(output).filter { !$0.hasPrefix(".") }
             #expect(stored.count == expected.count, "after \(point): \(stored.count) stored")
             #expect(engine.storedContents(output).filter { !$0.isEmpty }.sorted() == expected.sorted())
             expectEmpty(state, ["staging", "incoming", "processing", "quarantine"], after: point)
-            #expect(try listed(state).isEmpty)
+            #expect(try await listed(state).isEmpty)
         }
     }
 
@@ -65,8 +65,8 @@ import Testing
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "exec", "--exec", "exit 1",
                 "--max-attempts", "1",
             ]
-            expectKilled(try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
-            let restarted = try await runSharepipeAsync(daemon)
+            expectKilled(try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
+            let restarted = try await runSharepipe(daemon)
             #expect([0, 1].contains(restarted.status), "\(restarted.stderr)")
             let quarantined = engine.names(state + "/quarantine")
             #expect(quarantined.count == expected.count, "after \(point): \(quarantined)")
@@ -74,7 +74,7 @@ import Testing
                 #expect(FileManager.default.fileExists(atPath: state + "/quarantine/\(shareID)/reason.json"))
             }
             expectEmpty(state, ["staging", "incoming", "processing"], after: point)
-            #expect(try listed(state) == Array(repeating: "quarantine", count: expected.count))
+            #expect(try await listed(state) == Array(repeating: "quarantine", count: expected.count))
         }
     }
 
@@ -90,14 +90,14 @@ import Testing
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "exec", "--exec", "exit 1",
                 "--max-attempts", "1",
             ]
-            _ = try await runSharepipeAsync(failing)
+            _ = try await runSharepipe(failing)
             let quarantined = engine.names(state + "/quarantine")
             try #require(quarantined.count == expected.count)
             let command = point.hasPrefix("requeue")
                 ? ["requeue", quarantined[0], "--state", state] : ["purge", "--quarantine", "--state", state]
-            expectKilled(try await runSharepipeAsync(command, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
+            expectKilled(try await runSharepipe(command, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
             let consume = ["consume", "--state", state, "--processor", "store", "--output", output]
-            let finished = try await runSharepipeAsync(point.hasPrefix("requeue") ? consume : command)
+            let finished = try await runSharepipe(point.hasPrefix("requeue") ? consume : command)
             #expect(finished.status == 0, "\(finished.stderr)")
             if point.hasPrefix("requeue") {
                 // The interrupted requeue was finished by recovery and the share stored once.
@@ -105,7 +105,7 @@ import Testing
                 #expect(engine.names(state + "/quarantine").count == expected.count - 1)
             } else {
                 #expect(engine.names(state + "/quarantine").isEmpty, "after \(point)")
-                #expect(try listed(state).isEmpty)
+                #expect(try await listed(state).isEmpty)
             }
             expectEmpty(state, ["staging", "incoming", "processing"], after: point)
         }
@@ -129,14 +129,14 @@ import Testing
             let daemon = [
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "store", "--output", output,
             ]
-            expectKilled(try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": setup]), setup)
-            expectKilled(try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
-            let restarted = try await runSharepipeAsync(daemon)
+            expectKilled(try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": setup]), setup)
+            expectKilled(try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point]), point)
+            let restarted = try await runSharepipe(daemon)
             #expect(restarted.status == 0, "\(restarted.stderr)")
             #expect(engine.storedContents(output).sorted() == expected.sorted(), "lost or stored twice: \(point)")
             #expect(engine.names(inbox).isEmpty)
             expectEmpty(state, ["staging", "incoming", "processing", "quarantine"], after: point)
-            #expect(try listed(state).isEmpty)
+            #expect(try await listed(state).isEmpty)
         }
     }
 }

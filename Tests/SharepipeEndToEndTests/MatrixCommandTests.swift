@@ -21,8 +21,8 @@ struct MatrixCommandTests {
         }
     }
 
-    @Test func defaultsToTheFixturesOfTheCurrentDirectory() throws {
-        let result = try runSharepipe(["matrix"], currentDirectory: packageRoot)
+    @Test func defaultsToTheFixturesOfTheCurrentDirectory() async throws {
+        let result = try await runSharepipe(["matrix"], currentDirectory: packageRoot)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("16 scenarios: 16 passed, 0 failed"))
         #expect(result.stdout.contains("photo-heic-plus-jpeg"))
@@ -37,7 +37,7 @@ struct MatrixCommandTests {
             try text.replacingOccurrences(of: "com.adobe.pdf", with: "public.jpeg")
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
             let junit = dir + "/junit.xml"
-            let result = try runSharepipe(["matrix", scenarios, "--junit", junit])
+            let result = try await runSharepipe(["matrix", scenarios, "--junit", junit])
             #expect(result.status == 1)
             #expect(result.stdout.contains("16 scenarios: 15 passed, 1 failed"))
             #expect(result.stdout.contains(
@@ -46,7 +46,7 @@ struct MatrixCommandTests {
             #expect(failedCases(xml) == ["pdf-from-files"])
             #expect(xml.contains("tests=\"16\" failures=\"1\""))
 
-            let json = try runSharepipe(["matrix", scenarios, "--json"])
+            let json = try await runSharepipe(["matrix", scenarios, "--json"])
             #expect(json.status == 1)
             let report = try json.jsonObject
             #expect(report["failed"] as? Int == 1)
@@ -63,7 +63,7 @@ struct MatrixCommandTests {
             try text.replacingOccurrences(of: "what a host app hands over", with: "something else")
                 .replacingOccurrences(of: #"["reading"]"#, with: #"["reading", "later"]"#)
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
-            let result = try runSharepipe(["matrix", receipt.replacingOccurrences(of: ".expected.json", with: ".json")])
+            let result = try await runSharepipe(["matrix", receipt.replacingOccurrences(of: ".expected.json", with: ".json")])
             #expect(result.status == 1)
             #expect(result.stdout.contains("FAIL safari-page-with-title-and-text: title: not the expected one"))
             #expect(result.stdout.contains("tags: expected reading,later, got reading"))
@@ -77,7 +77,7 @@ struct MatrixCommandTests {
             let text = try String(contentsOfFile: receipt, encoding: .utf8)
             try text.replacingOccurrences(of: "\"images-only\": false", with: "\"images-only\": true")
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
-            let result = try runSharepipe(["matrix", scenarios + "/pdf-from-files.json"])
+            let result = try await runSharepipe(["matrix", scenarios + "/pdf-from-files.json"])
             #expect(result.status == 1)
             #expect(result.stdout.contains(
                 "FAIL pdf-from-files: rule images-only: expected activated, got not activated"))
@@ -92,7 +92,7 @@ struct MatrixCommandTests {
             try text.replacingOccurrences(of: "\"kind\"", with: "\"kindd\"")
                 .write(toFile: scenario, atomically: true, encoding: .utf8)
             let junit = dir + "/junit.xml"
-            let result = try runSharepipe(["matrix", scenarios, "--junit", junit])
+            let result = try await runSharepipe(["matrix", scenarios, "--junit", junit])
             #expect(result.status == 2)
             #expect(result.stdout.isEmpty)
             #expect(result.stderr.contains(
@@ -108,13 +108,13 @@ struct MatrixCommandTests {
             let text = try String(contentsOfFile: receipt, encoding: .utf8)
             try text.replacingOccurrences(of: "\"status\": \"failed\"", with: "\"status\": \"lost\"")
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
-            let result = try runSharepipe(["matrix", scenarios])
+            let result = try await runSharepipe(["matrix", scenarios])
             #expect(result.status == 2)
             #expect(result.stderr.contains("error: \(receipt): attachments[1]: \"status\" must be one of"))
 
             try text.replacingOccurrences(of: "\"args\": []", with: "\"args\": [\"--acept\", \"public.image\"]")
                 .write(toFile: receipt, atomically: true, encoding: .utf8)
-            let badArgs = try runSharepipe(["matrix", scenarios])
+            let badArgs = try await runSharepipe(["matrix", scenarios])
             #expect(badArgs.status == 2)
             #expect(badArgs.stderr.contains("error: \(receipt): \"args\": unknown option --acept"))
         }
@@ -122,16 +122,16 @@ struct MatrixCommandTests {
 
     @Test func nothingToRunIsAUsageError() async throws {
         try await withTemporaryDirectory { dir in
-            let empty = try runSharepipe(["matrix", dir])
+            let empty = try await runSharepipe(["matrix", dir])
             #expect(empty.status == 2)
             #expect(empty.stderr.contains("no scenario"))
 
             try writeFile(dir + "/lonely.expected.json", #"{"status": "complete", "attachments": []}"#)
-            let lonely = try runSharepipe(["matrix", dir])
+            let lonely = try await runSharepipe(["matrix", dir])
             #expect(lonely.status == 2)
             #expect(lonely.stderr.contains("lonely.expected.json: no scenario \"lonely.json\" beside it"))
 
-            let missing = try runSharepipe(["matrix", dir + "/nowhere"])
+            let missing = try await runSharepipe(["matrix", dir + "/nowhere"])
             #expect(missing.status == 2)
         }
     }

@@ -14,7 +14,7 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let shareID = try await publish(state, [photo, notes])
-            let result = try runSharepipe(["consume", "--state", state, "--output", dir + "/out", "--json"])
+            let result = try await runSharepipe(["consume", "--state", state, "--output", dir + "/out", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let summary = try result.jsonObject
             #expect(summary["processed"] as? Int == 1)
@@ -28,7 +28,7 @@ struct OperatorCommandTests {
             #expect(names(state + "/processing").isEmpty)
             #expect(!FileManager.default.fileExists(atPath: state + "/incoming/" + shareID))
 
-            let again = try runSharepipe(["consume", "--state", state, "--output", dir + "/out"])
+            let again = try await runSharepipe(["consume", "--state", state, "--output", dir + "/out"])
             #expect(again.status == 0)
             #expect(again.stdout == "consumed: 0 processed, 0 retried, 0 quarantined, 0 released\n")
             #expect(again.stderr.isEmpty)
@@ -40,7 +40,7 @@ struct OperatorCommandTests {
             let state = dir + "/state"
             let shareID = try await publish(state, [photo])
             let log = dir + "/runs.log"
-            let result = try runSharepipe([
+            let result = try await runSharepipe([
                 "consume", "--state", state, "--processor", "exec",
                 "--exec", "echo \"$SHAREPIPE_SUGGESTED_NAME\" >> '\(log)'; exit 7",
                 "--max-attempts", "3", "--retry-delay", "10", "--json",
@@ -64,7 +64,7 @@ struct OperatorCommandTests {
     @Test func execProcessorWithoutCommandIsAUsageError() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let result = try runSharepipe(["consume", "--state", state, "--processor", "exec"])
+            let result = try await runSharepipe(["consume", "--state", state, "--processor", "exec"])
             #expect(result.status == 2)
             #expect(result.stderr.contains("--exec"))
             #expect(!FileManager.default.fileExists(atPath: state))
@@ -77,7 +77,7 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let spool = try await mixedSpool(state)
-            let result = try runSharepipe(["status", "--state", state, "--json"])
+            let result = try await runSharepipe(["status", "--state", state, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let status = try result.jsonObject
             #expect(Set(status.keys) == [
@@ -94,7 +94,7 @@ struct OperatorCommandTests {
             #expect(status["recentFailures"] as? [String: Int] == ["ERR_PROCESSOR_FAILED": 1])
             #expect(status["state"] as? String == state)
 
-            let human = try runSharepipe(["status", "--state", state])
+            let human = try await runSharepipe(["status", "--state", state])
             #expect(human.status == 0)
             let lines = human.stdout.split(separator: "\n").map(String.init)
             #expect(lines.contains { $0.hasPrefix("incoming") && $0.hasSuffix(" 2") })
@@ -107,7 +107,7 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let spool = try await mixedSpool(state)
-            let result = try runSharepipe(["ls", "--state", state, "--json"])
+            let result = try await runSharepipe(["ls", "--state", state, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let shares = try #require(try result.jsonObject["shares"] as? [[String: Any]])
             #expect(shares.count == 3)
@@ -137,7 +137,7 @@ struct OperatorCommandTests {
             // Stage by stage: incoming before quarantine.
             #expect(shares.map { $0["stage"] as? String } == ["incoming", "incoming", "quarantine"])
 
-            let human = try runSharepipe(["ls", "--state", state])
+            let human = try await runSharepipe(["ls", "--state", state])
             #expect(human.status == 0)
             #expect(human.stdout.contains(spool.pending[0]))
             #expect(human.stdout.contains("photo.jpg, notes.txt"))
@@ -152,7 +152,7 @@ struct OperatorCommandTests {
                 ["status"], ["ls"], ["requeue", UUID().uuidString], ["purge", "--quarantine"], ["status", "--json"],
             ]
             for command in commands {
-                let result = try runSharepipe(command + ["--state", state])
+                let result = try await runSharepipe(command + ["--state", state])
                 #expect(result.status == 1, "\(command)")
                 #expect(result.stderr.contains("ERR_CONTAINER_UNAVAILABLE"), "\(command)")
                 if command.contains("--json") {
@@ -172,11 +172,11 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let shareID = try await publish(state, [photo])
-            try quarantineAll(state)
+            try await quarantineAll(state)
             #expect(names(state + "/quarantine") == [shareID])
 
             // Share ids are accepted in any case.
-            let result = try runSharepipe(["requeue", shareID.lowercased(), "--state", state])
+            let result = try await runSharepipe(["requeue", shareID.lowercased(), "--state", state])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout == "requeued \(shareID): back in incoming\n")
             #expect(names(state + "/quarantine").isEmpty)
@@ -184,20 +184,20 @@ struct OperatorCommandTests {
             #expect(!names(state + "/incoming/" + shareID).contains("reason.json"))
             #expect(names(state + "/incoming/" + shareID).contains("manifest.json"))
 
-            let twice = try runSharepipe(["requeue", shareID, "--state", state])
+            let twice = try await runSharepipe(["requeue", shareID, "--state", state])
             #expect(twice.status == 1)
             #expect(twice.stderr.contains("ERR_NOT_FOUND: share \(shareID) is in incoming, not in quarantine"))
             let unknownID = UUID().uuidString
-            let unknown = try runSharepipe(["requeue", unknownID, "--state", state])
+            let unknown = try await runSharepipe(["requeue", unknownID, "--state", state])
             #expect(unknown.status == 1)
             #expect(unknown.stderr.contains("error: ERR_NOT_FOUND: no share \(unknownID)"))
             #expect(unknown.stdout.isEmpty)
-            let malformed = try runSharepipe(["requeue", "not-a-share", "--state", state])
+            let malformed = try await runSharepipe(["requeue", "not-a-share", "--state", state])
             #expect(malformed.status == 2)
             #expect(malformed.stderr.contains("SHARE-ID"))
 
             // Its attempts start again: one more run of a working processor finishes it.
-            let consumed = try runSharepipe(["consume", "--state", state, "--processor", "discard", "--json"])
+            let consumed = try await runSharepipe(["consume", "--state", state, "--processor", "discard", "--json"])
             #expect(consumed.status == 0)
             #expect(try consumed.jsonObject["processed"] as? Int == 1)
             #expect(names(state + "/incoming").isEmpty)
@@ -209,23 +209,23 @@ struct OperatorCommandTests {
             let state = dir + "/state"
             let first = try await publish(state, [photo])
             let second = try await publish(state, [notes])
-            try quarantineAll(state)
+            try await quarantineAll(state)
             #expect(Set(names(state + "/quarantine")) == [first, second])
 
-            let unflagged = try runSharepipe(["purge", "--state", state])
+            let unflagged = try await runSharepipe(["purge", "--state", state])
             #expect(unflagged.status == 2)
             #expect(unflagged.stderr.contains("--quarantine"))
 
-            let recent = try runSharepipe(["purge", "--quarantine", "--older-than", "1h", "--state", state, "--json"])
+            let recent = try await runSharepipe(["purge", "--quarantine", "--older-than", "1h", "--state", state, "--json"])
             #expect(recent.status == 0)
             #expect(try recent.jsonObject["purged"] as? [String] == [])
             #expect(names(state + "/quarantine").count == 2)
 
-            let all = try runSharepipe(["purge", "--quarantine", "--state", state, "--json"])
+            let all = try await runSharepipe(["purge", "--quarantine", "--state", state, "--json"])
             #expect(all.status == 0)
             #expect(Set(try all.jsonObject["purged"] as? [String] ?? []) == [first, second])
             #expect(names(state + "/quarantine").isEmpty)
-            let status = try runSharepipe(["status", "--state", state, "--json"]).jsonObject
+            let status = try await runSharepipe(["status", "--state", state, "--json"]).jsonObject
             #expect((status["stages"] as? [String: Int])?["quarantine"] == 0)
         }
     }
@@ -236,7 +236,7 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let inbox = dir + "/inbox"
-            let fresh = try runSharepipe(["doctor", "--state", state, "--inbox", inbox, "--json"])
+            let fresh = try await runSharepipe(["doctor", "--state", state, "--inbox", inbox, "--json"])
             #expect(fresh.status == 0, "\(fresh.stdout)")
             let checks = try #require(try fresh.json as? [[String: Any]])
             #expect(checks.map { $0["check"] as? String } == [
@@ -253,7 +253,7 @@ struct OperatorCommandTests {
 
             try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
             _ = try await publish(state, [photo])
-            let used = try runSharepipe(["doctor", "--state", state, "--inbox", inbox])
+            let used = try await runSharepipe(["doctor", "--state", state, "--inbox", inbox])
             #expect(used.status == 0, "\(used.stdout)")
             #expect(used.stdout.contains("one file system"))
             #expect(used.stdout.contains("doctor: all 10 checks passed"))
@@ -265,7 +265,7 @@ struct OperatorCommandTests {
         try await withTemporaryDirectory { dir in
             // Permissions do not bind root, so the state directory is made impossible instead: its parent is a file.
             let file = try writeFile(dir + "/plain-file", "not a directory")
-            let result = try runSharepipe(["doctor", "--state", file + "/state", "--inbox", dir + "/inbox", "--json"])
+            let result = try await runSharepipe(["doctor", "--state", file + "/state", "--inbox", dir + "/inbox", "--json"])
             #expect(result.status == 1)
             let checks = try #require(try result.json as? [[String: Any]])
             let state = try #require(checks.first { $0["check"] as? String == "state-directory" })
@@ -278,7 +278,7 @@ struct OperatorCommandTests {
             #expect(failed.contains("state-directory"))
             #expect(failed.isSubset(of: ["state-directory", "filesystem-state", "free-space", "same-filesystem"]))
 
-            let human = try runSharepipe(["doctor", "--state", file + "/state", "--inbox", dir + "/inbox"])
+            let human = try await runSharepipe(["doctor", "--state", file + "/state", "--inbox", dir + "/inbox"])
             #expect(human.status == 1)
             let line = human.stdout.split(separator: "\n").first { $0.contains("state-directory") }
             #expect(line?.hasPrefix("FAIL") == true)
@@ -292,7 +292,7 @@ struct OperatorCommandTests {
                 {"state": "\(dir)/configured-state", "inbox": "\(dir)/configured-inbox", "workers": 4,
                  "accept": ["public.image", "public.pdf"], "processor": "store"}
                 """)
-            let result = try runSharepipe(["doctor", "--config", good, "--json"])
+            let result = try await runSharepipe(["doctor", "--config", good, "--json"])
             #expect(result.status == 0, "\(result.stdout)")
             let checks = try #require(try result.json as? [[String: Any]])
             let config = try #require(checks.first { $0["check"] as? String == "config" })
@@ -305,7 +305,7 @@ struct OperatorCommandTests {
             ]
             for (text, named) in broken {
                 let bad = try writeFile(dir + "/bad.json", text)
-                let failed = try runSharepipe(["doctor", "--config", bad, "--state", dir + "/s", "--json"])
+                let failed = try await runSharepipe(["doctor", "--config", bad, "--state", dir + "/s", "--json"])
                 #expect(failed.status == 1, "\(text)")
                 let entries = try #require(try failed.json as? [[String: Any]])
                 let entry = try #require(entries.first { $0["check"] as? String == "config" })
@@ -334,8 +334,8 @@ struct OperatorCommandTests {
     }
 
     /// Quarantines everything in `incoming` with a processor that always fails, once.
-    private func quarantineAll(_ state: String) throws {
-        let result = try runSharepipe([
+    private func quarantineAll(_ state: String) async throws {
+        let result = try await runSharepipe([
             "consume", "--state", state, "--processor", "exec", "--exec", "exit 1", "--max-attempts", "1",
         ])
         guard result.status == 1 else { throw SupportError("consume did not quarantine: \(result.stderr)") }
@@ -346,7 +346,7 @@ struct OperatorCommandTests {
         -> (quarantined: String, pending: [String], pendingBytes: Int64)
     {
         let quarantined = try await publish(state, [photo])
-        try quarantineAll(state)
+        try await quarantineAll(state)
         let pair = try await publish(state, [photo, notes])
         let single = try await publish(state, [notes])
         return (quarantined, [pair, single], Int64(jpegBytes.count + 2 * Self.noteBytes.count))

@@ -17,16 +17,16 @@ import Testing
         var output: String { dir + "/out" }
         var quarantined: String
 
-        init(_ dir: String) throws {
+        init(_ dir: String) async throws {
             self.dir = dir
             let state = dir + "/state"
-            let first = try runSharepipe(["share", "--state", state, "--json", fixturePath("files/photo.jpg")])
+            let first = try await runSharepipe(["share", "--state", state, "--json", fixturePath("files/photo.jpg")])
             quarantined = try #require(try first.jsonObject["shareId"] as? String)
-            let failing = try runSharepipe([
+            let failing = try await runSharepipe([
                 "consume", "--state", state, "--processor", "exec", "--exec", "exit 3", "--max-attempts", "1",
             ])
             #expect(failing.status == 1)
-            #expect(try runSharepipe(["share", "--state", state, fixturePath("files/notes.txt")]).status == 0)
+            #expect(try await runSharepipe(["share", "--state", state, fixturePath("files/notes.txt")]).status == 0)
             try FileManager.default.createDirectory(atPath: dir + "/inbox", withIntermediateDirectories: true)
         }
     }
@@ -96,9 +96,9 @@ import Testing
     @Test(arguments: commands)
     func resultOnStdoutDiagnosticsOnStderr(command: String) async throws {
         try await withTemporaryDirectory { dir in
-            let setting = try Setting(dir)
+            let setting = try await Setting(dir)
             let (arguments, expected) = try Self.success(command, setting)
-            let result = try runSharepipe(arguments)
+            let result = try await runSharepipe(arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             #expect(!result.stderr.contains("error:"), "\(arguments): \(result.stderr)")
             if expected.isEmpty {
@@ -116,9 +116,9 @@ import Testing
         // `events --json` is a stream: one document per event, per line (JSON Lines).
         guard Self.takesJSON(command), command != "events" else { return }
         try await withTemporaryDirectory { dir in
-            let setting = try Setting(dir)
+            let setting = try await Setting(dir)
             let arguments = try Self.success(command, setting).arguments + ["--json"]
-            let result = try runSharepipe(arguments)
+            let result = try await runSharepipe(arguments)
             #expect(result.status == 0, "\(arguments): \(result.stderr)")
             #expect(throws: Never.self, "\(arguments): \(result.stdout)") { _ = try result.json }
             #expect(!result.stderr.contains("error:"), "\(arguments): \(result.stderr)")
@@ -128,9 +128,9 @@ import Testing
     @Test(arguments: commands)
     func failureIsOnStderrAndAlsoJSONUnderJSON(command: String) async throws {
         try await withTemporaryDirectory { dir in
-            let setting = try Setting(dir)
+            let setting = try await Setting(dir)
             guard let (arguments, code) = Self.failure(command, setting) else { return }
-            let human = try runSharepipe(arguments)
+            let human = try await runSharepipe(arguments)
             #expect(human.status == 1, "\(arguments): \(human.stdout)")
             #expect(human.stderr.contains("error: \(code): "), "\(arguments): \(human.stderr)")
             if command == "share" {
@@ -140,7 +140,7 @@ import Testing
                 #expect(human.stdout.isEmpty, "\(arguments): \(human.stdout)")
             }
             guard Self.takesJSON(command) else { return }
-            let json = try runSharepipe(arguments + ["--json"])
+            let json = try await runSharepipe(arguments + ["--json"])
             #expect(json.status == 1)
             #expect(json.stderr.contains("error: \(code): "))
             let error = try #require(try json.jsonObject["error"] as? [String: Any], "\(arguments): \(json.stdout)")
@@ -150,42 +150,42 @@ import Testing
     }
 
     @Test(arguments: commands)
-    func usageErrorExitsTwoAndIsJSONUnderJSON(command: String) throws {
+    func usageErrorExitsTwoAndIsJSONUnderJSON(command: String) async throws {
         let words = command.split(separator: " ").map(String.init)
-        let plain = try runSharepipe(words + ["--no-such-flag"])
+        let plain = try await runSharepipe(words + ["--no-such-flag"])
         #expect(plain.status == 2)
         #expect(plain.stdout.isEmpty)
         #expect(plain.stderr.hasPrefix("error: unknown option --no-such-flag\nusage: sharepipe \(command)"))
         guard Self.takesJSON(command) else { return }
-        let json = try runSharepipe(words + ["--no-such-flag", "--json"])
+        let json = try await runSharepipe(words + ["--no-such-flag", "--json"])
         #expect(json.status == 2)
         let error = try #require(try json.jsonObject["error"] as? [String: Any])
         #expect(error["code"] as? String == "ERR_USAGE")
         #expect(error["message"] as? String == "unknown option --no-such-flag")
     }
 
-    @Test func noCommandPrintsUsageOnStderrAndExitsTwo() throws {
+    @Test func noCommandPrintsUsageOnStderrAndExitsTwo() async throws {
         for arguments in [[], ["types"], ["activation"]] {
-            let result = try runSharepipe(arguments)
+            let result = try await runSharepipe(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stdout.isEmpty, "\(arguments)")
             let words = (["sharepipe"] + arguments).joined(separator: " ")
             #expect(result.stderr.hasPrefix("usage: \(words) COMMAND [options]\n"), "\(arguments)")
             #expect(result.stderr.contains("commands:"), "\(arguments)")
         }
-        let help = try runSharepipe(["--help"])
+        let help = try await runSharepipe(["--help"])
         #expect(help.status == 0 && help.stderr.isEmpty)
-        #expect(try runSharepipe([]).stderr == help.stdout)
+        #expect(try await runSharepipe([]).stderr == help.stdout)
     }
 
     @Test func daemonErrorsNameTheConfiguredPath() async throws {
         try await withTemporaryDirectory { dir in
-            let result = try runSharepipe([
+            let result = try await runSharepipe([
                 "daemon", "--oneshot", "--inbox", "/proc/sharepipe-inbox", "--state", dir + "/state",
             ])
             #expect(result.status == 1)
             #expect(result.stderr.contains("error: ERR_IO: cannot create directory /proc/sharepipe-inbox: "))
-            let state = try runSharepipe(["daemon", "--oneshot", "--state", "/proc/sharepipe-state"])
+            let state = try await runSharepipe(["daemon", "--oneshot", "--state", "/proc/sharepipe-state"])
             #expect(state.status == 1)
             #expect(state.stderr.contains("error: ERR_CONTAINER_UNAVAILABLE: "))
             #expect(state.stderr.contains("/proc/sharepipe-state"))
@@ -195,7 +195,7 @@ import Testing
     @Test func aProviderThatDoesNotCallBackIsAnnounced() async throws {
         try await withTemporaryDirectory { dir in
             let scenario = fixturePath("scenarios/never-calls-back.json")
-            let result = try runSharepipe([
+            let result = try await runSharepipe([
                 "share", "--state", dir + "/state", "--load-timeout", "4500", "--json", "--scenario", scenario,
             ])
             #expect(result.status == 3)

@@ -73,15 +73,15 @@ struct PowerCutTests {
                             running.signal(SIGKILL)
                         }
                     }
-                    _ = try await running.exit(timeout: .seconds(30))
+                    _ = try await running.waitForExit(timeout: .seconds(30))
                 case .after(let step):
                     try drops.release(names, from: scratch, into: inbox)
-                    let killed = try await runSharepipeAsync(
+                    let killed = try await runSharepipe(
                         daemon + ["--oneshot"], environment: ["SHAREPIPE_CRASH_AFTER": step])
                     #expect(killed.status == 128 + SIGKILL, "the crash hook for \(step) did not fire: \(killed.stderr)")
                 }
                 try powerCut(fileSystem, dir: dir)
-                let restarted = try await runSharepipeAsync(daemon + ["--oneshot"])
+                let restarted = try await runSharepipe(daemon + ["--oneshot"])
                 #expect(restarted.status == 0, "\(restarted.stderr)")
                 let label = "layout \(layout.rawValue), round \(round) (\(kill))"
                 try check(output: output, expected: drops.digests, label: label)
@@ -121,9 +121,9 @@ struct PowerCutTests {
                         running.signal(SIGKILL)
                     }
                 }
-                _ = try await running.exit(timeout: .seconds(30))
+                _ = try await running.waitForExit(timeout: .seconds(30))
                 try powerCut(fileSystem, dir: dir)
-                let restarted = try await runSharepipeAsync(daemon + ["--oneshot"])
+                let restarted = try await runSharepipe(daemon + ["--oneshot"])
                 #expect(restarted.status == 0, "\(restarted.stderr)")
             }
             let expected = 2 * rounds * perRound

@@ -79,7 +79,7 @@ struct RealFilesEndToEndTests {
             for (name, bytes) in lies { try writeFile(inbox + "/" + name, bytes) }
 
             let record = dir + "/accepted.tsv"
-            let result = try runSharepipe(
+            let result = try await runSharepipe(
                 [
                     "daemon", "--oneshot", "--inbox", inbox, "--state", dir + "/state", "--processor", "exec",
                     "--exec", Self.recorder(record), "--log-level", "error",
@@ -123,7 +123,7 @@ struct RealFilesEndToEndTests {
 
     @Test func aPNGDeclaredAsJPEGThroughShareIsRefused() async throws {
         try await withTemporaryDirectory { dir in
-            let result = try runSharepipe([
+            let result = try await runSharepipe([
                 "share", "--state", dir + "/state", "--json", fixturePath("files/image.png") + "=public.jpeg",
             ])
             #expect(result.status == 4, "\(result.stderr)")
@@ -138,7 +138,7 @@ struct RealFilesEndToEndTests {
         try await withTemporaryDirectory { dir in
             let note = try writeFile(dir + "/note", "x")
             let url = try writeFile(dir + "/link", "https://example.com/articles/share-extensions?id=7\n")
-            let shared = try runSharepipe([
+            let shared = try await runSharepipe([
                 "share", "--state", dir + "/state", "--json", note + "=public.plain-text", url + "=public.url",
             ])
             #expect(shared.status == 0, "\(shared.stdout)\(shared.stderr)")
@@ -148,7 +148,7 @@ struct RealFilesEndToEndTests {
 
             // Dropped without a name that says anything, the note is still text.
             try writeFile(dir + "/inbox/note", "x")
-            let dropped = try runSharepipe([
+            let dropped = try await runSharepipe([
                 "daemon", "--oneshot", "--inbox", dir + "/inbox", "--state", dir + "/daemon-state", "--processor",
                 "exec", "--exec", Self.recorder(dir + "/accepted.tsv"),
             ])
@@ -173,17 +173,17 @@ struct RealFilesEndToEndTests {
             defer { _ = try? runProgram("/bin/umount", [state]) }
             let photo = fixturePath("files/photo.jpg")
 
-            let refused = try runSharepipe(["share", "--state", state, "--json", photo])
+            let refused = try await runSharepipe(["share", "--state", state, "--json", photo])
             #expect(refused.status == 1)
             #expect((try refused.jsonObject["error"] as? [String: Any])?["code"] as? String == "ERR_SPOOL_FULL")
             #expect(refused.stdout.contains("--min-free"))
 
-            let taken = try runSharepipe(["share", "--state", state, "--json", "--min-free", "1M", photo])
+            let taken = try await runSharepipe(["share", "--state", state, "--json", "--min-free", "1M", photo])
             #expect(taken.status == 0, "\(taken.stdout)\(taken.stderr)")
 
             try writeFile(dir + "/inbox/photo.jpg", try fixtureContents("files/photo.jpg"))
             try writeFile(dir + "/config.json", #"{"min-free": "512K", "max-pending-shares": 10}"#)
-            let daemon = try runSharepipe([
+            let daemon = try await runSharepipe([
                 "daemon", "--oneshot", "--inbox", dir + "/inbox", "--state", state, "--config", dir + "/config.json",
                 "--processor", "discard",
             ])
@@ -217,33 +217,33 @@ struct RealFilesEndToEndTests {
             // The link is gone from the inbox; the user's own name for the file is untouched.
             #expect(FileManager.default.fileExists(atPath: dir + "/downloads/finished.jpg"))
             daemon.signal(SIGTERM)
-            #expect(try daemon.waitForExit(timeout: .seconds(30)).status == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(30)).status == 0)
         }
     }
 
     @Test func doctorPrintsTheSpoolLimitsAndWarnsBelowMinFreePlusTheLargestFile() async throws {
         try await withTemporaryDirectory { dir in
-            func check(_ arguments: [String], _ name: String) throws -> (status: Int32, check: [String: Any]) {
-                let result = try runSharepipe(["doctor", "--state", dir + "/state", "--json"] + arguments)
+            func check(_ arguments: [String], _ name: String) async throws -> (status: Int32, check: [String: Any]) {
+                let result = try await runSharepipe(["doctor", "--state", dir + "/state", "--json"] + arguments)
                 let checks = try #require(try result.json as? [[String: Any]])
                 return (result.status, try #require(checks.first { $0["check"] as? String == name }))
             }
-            let defaults = try check([], "spool-limits")
+            let defaults = try await check([], "spool-limits")
             let expected = "--min-free 64.0 MiB, --max-pending-shares 50000, --max-pending-bytes 64.0 GiB, "
                 + "--max-file-size 4.0 GiB"
             #expect(defaults.check["detail"] as? String == expected)
 
             try writeFile(dir + "/config.json", #"{"max-pending-shares": 7, "min-free": "1M"}"#)
-            let configured = try check(["--config", dir + "/config.json", "--max-pending-bytes", "2G"], "spool-limits")
+            let configured = try await check(["--config", dir + "/config.json", "--max-pending-bytes", "2G"], "spool-limits")
             #expect(configured.check["detail"] as? String
                 == "--min-free 1.0 MiB, --max-pending-shares 7, --max-pending-bytes 2.0 GiB, --max-file-size 4.0 GiB")
 
             // No file system here has a petabyte free: a file that large would not fit, a warning, not a failure.
-            let tight = try check(["--max-file-size", "1024T"], "free-space")
+            let tight = try await check(["--max-file-size", "1024T"], "free-space")
             #expect(tight.status == 0)
             #expect(tight.check["status"] as? String == "warn")
             #expect((tight.check["detail"] as? String)?.contains("less than --min-free plus --max-file-size") == true)
-            let below = try check(["--min-free", "1024T"], "free-space")
+            let below = try await check(["--min-free", "1024T"], "free-space")
             #expect(below.status == 1)
             #expect(below.check["status"] as? String == "fail")
             #expect((below.check["detail"] as? String)?.contains("ERR_SPOOL_FULL") == true)
@@ -253,9 +253,9 @@ struct RealFilesEndToEndTests {
     @Test func requeueOfAnUnknownShareIsNotFound() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            _ = try runSharepipe(["share", "--state", state, fixturePath("files/photo.jpg")])
+            _ = try await runSharepipe(["share", "--state", state, fixturePath("files/photo.jpg")])
             let unknown = UUID().uuidString
-            let result = try runSharepipe(["requeue", unknown, "--state", state])
+            let result = try await runSharepipe(["requeue", unknown, "--state", state])
             #expect(result.status == 1)
             #expect(result.stderr.contains("ERR_NOT_FOUND"))
             #expect(result.stderr.contains(unknown))

@@ -46,10 +46,10 @@ struct RestartStormTests {
                     // The scenario: the kill comes at a random moment of the life.
                     try await Task.sleep(for: .milliseconds(delay))
                     daemon.signal(SIGKILL)
-                    let killed = try daemon.waitForExit(timeout: .seconds(30))
+                    let killed = try await daemon.waitForExit(timeout: .seconds(30))
                     #expect(killed.status == 128 + SIGKILL, "run \(run), life \(life): \(killed.stderr)")
                 }
-                let final = try await runSharepipeAsync(arguments + ["--oneshot"], timeout: .seconds(120))
+                let final = try await runSharepipe(arguments + ["--oneshot"], timeout: .seconds(120))
                 #expect(final.status == 0, "run \(run), kills after \(delays) ms: \(final.stderr.suffix(2000))")
                 // Checker runs started by a killed daemon go on in their own process group; let them end.
                 #expect(try await eventually(.seconds(20)) { stormProcesses(mentioning: checker).isEmpty })
@@ -106,7 +106,7 @@ struct RestartStormTests {
             ] + ledgerArguments
             var statuses: [Int32] = []
             for _ in 0..<4 {
-                let result = try await runSharepipeAsync(arguments, timeout: .seconds(120))
+                let result = try await runSharepipe(arguments, timeout: .seconds(120))
                 statuses.append(result.status)
                 if result.status != 128 + SIGKILL {
                     #expect(!result.stderr.contains("level=error event=daemon"), "\(result.stderr.suffix(2000))")
@@ -129,14 +129,14 @@ struct RestartStormTests {
             #expect(message.contains("3 consecutive deaths of its daemon"), "\(message)")
             #expect(message.hasSuffix("the share takes its daemon down"), "\(message)")
 
-            let shown = try runSharepipe(["show", shareID, "--state", state, "--json"] + ledgerArguments)
+            let shown = try await runSharepipe(["show", shareID, "--state", state, "--json"] + ledgerArguments)
             #expect(shown.status == 0, "\(shown.stderr)")
             let events = try shown.jsonObject["events"] as? [[String: Any]] ?? []
             let deaths = events.filter { $0["event"] as? String == "crashed" }
             #expect(deaths.count == 3, "\(events.compactMap { $0["event"] as? String })")
             #expect(deaths.allSatisfy { $0["code"] as? String == "ERR_PROCESSOR_FAILED" })
             #expect(events.last?["event"] as? String == "quarantined")
-            let text = try runSharepipe(["show", shareID, "--state", state] + ledgerArguments)
+            let text = try await runSharepipe(["show", shareID, "--state", state] + ledgerArguments)
             #expect(text.stdout.components(separatedBy: "crashed").count - 1 == 3, "\(text.stdout)")
             for stage in ["staging", "incoming", "processing"] {
                 #expect(stormListing(state + "/" + stage).isEmpty, "left in \(stage)")
@@ -176,7 +176,7 @@ struct RestartStormTests {
                 let processed = Set(stormLines(log).compactMap { $0.split(separator: " ").last.map(String.init) })
                 if processed == Set(names) && stormListing(state + "/quarantine").count == 1 { break }
                 for index in daemons.indices where !daemons[index].isRunning {
-                    let result = try daemons[index].waitForExit(timeout: .seconds(5))
+                    let result = try await daemons[index].waitForExit(timeout: .seconds(5))
                     #expect(result.status == 128 + SIGKILL, "\(result.stderr.suffix(2000))")
                     deaths += 1
                     // The survivor takes the dead daemon's claims over once their lease ran out.
@@ -199,7 +199,7 @@ struct RestartStormTests {
                 daemon.signal(SIGTERM)
             }
             for daemon in daemons {
-                let stopped = try daemon.waitForExit()
+                let stopped = try await daemon.waitForExit()
                 #expect(stopped.status == 0, "\(stopped.status): \(stopped.stderr.suffix(1500))")
             }
 
@@ -211,7 +211,7 @@ struct RestartStormTests {
             try #require(quarantined.count == 1, "quarantine: \(quarantined)")
             let reason = try jsonFile(state + "/quarantine/" + quarantined[0] + "/reason.json")
             #expect((reason["message"] as? String ?? "").hasSuffix("the share takes its daemon down"), "\(reason)")
-            let shown = try runSharepipe(["show", quarantined[0], "--state", state, "--json", "--ledger", ledger])
+            let shown = try await runSharepipe(["show", quarantined[0], "--state", state, "--json", "--ledger", ledger])
             let events = try shown.jsonObject["events"] as? [[String: Any]] ?? []
             #expect(events.filter { $0["event"] as? String == "crashed" }.count == 3)
         }

@@ -66,7 +66,7 @@ struct ScenarioMatrixTests {
     @Test func everyScenarioGivesItsExpectedReceipt() async throws {
         try await withTemporaryDirectory { dir in
             let junit = dir + "/matrix.xml"
-            let result = try runSharepipe(["matrix", Self.directory, "--json", "--junit", junit])
+            let result = try await runSharepipe(["matrix", Self.directory, "--json", "--junit", junit])
             #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
             let report = try result.jsonObject
             let scenarios = try #require(report["scenarios"] as? [[String: Any]])
@@ -82,11 +82,11 @@ struct ScenarioMatrixTests {
     }
 
     @Test(arguments: ScenarioMatrixTests.names)
-    func activationCheckAgreesWithTheMatrix(name: String) throws {
+    func activationCheckAgreesWithTheMatrix(name: String) async throws {
         let expected = try Self.expectation(name)
         let scenario = Self.directory + "/" + name + ".json"
         for rule in Self.rules {
-            let result = try runSharepipe(
+            let result = try await runSharepipe(
                 ["activation", "check", "--rule", rule.path, "--scenario", scenario, "--json"])
             let activated = try #require(expected.activation[rule.name] as Bool?)
             #expect(result.status == (activated ? 0 : 1), "\(name) with \(rule.name): \(result.stdout)")
@@ -101,7 +101,7 @@ struct ScenarioMatrixTests {
         for rule in Self.rules {
             let activated = try #require(expected.activation[rule.name] as Bool?)
             try await withTemporaryDirectory { dir in
-                let result = try runSharepipe(
+                let result = try await runSharepipe(
                     ["share", "--state", dir + "/state", "--json", "--scenario", scenario,
                      "--activation-rule", rule.path] + expected.args)
                 let receipt = try result.jsonObject

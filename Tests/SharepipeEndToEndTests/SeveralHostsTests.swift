@@ -28,9 +28,9 @@ struct SeveralHostsTests {
             #expect(all.count == count)
             #expect(Set(all) == Set((0..<count).map(ClusterSandbox.content)))
             #expect(logs.allSatisfy { !$0.isEmpty }, "every daemon did work: \(logs.map(\.count))")
-            try cluster.expectLedgerProcessed(count)
+            try await cluster.expectLedgerProcessed(count)
             for daemon in daemons { daemon.signal(SIGTERM) }
-            for daemon in daemons { #expect(try daemon.waitForExit().status == 0) }
+            for daemon in daemons { #expect(try await daemon.waitForExit().status == 0) }
         }
     }
 
@@ -49,7 +49,7 @@ struct SeveralHostsTests {
             // ls shows every daemon's claims, each with the host:pid:boot-id holding it.
             let pids = Set(daemons.map(\.pid))
             let listed = try await eventually(.seconds(30), every: .milliseconds(50)) {
-                let holders = try cluster.claimHolders()
+                let holders = try await cluster.claimHolders()
                 return !holders.isEmpty && holders.allSatisfy { holder in
                     let parts = holder.split(separator: ":")
                     return parts.count == 3 && parts[1].isEmpty == false && pids.contains(Int32(parts[1]) ?? -1)
@@ -57,7 +57,7 @@ struct SeveralHostsTests {
             }
             #expect(listed)
             daemons[0].signal(SIGKILL)
-            #expect(try daemons[0].waitForExit().status == 128 + SIGKILL)
+            #expect(try await daemons[0].waitForExit().status == 128 + SIGKILL)
             let killedAt = ContinuousClock.now
             let tookOver = try await eventually(.seconds(60), every: .milliseconds(50)) {
                 daemons[1...].contains { $0.stderrSoFar.contains("event=lease.recovered") }
@@ -81,13 +81,13 @@ struct SeveralHostsTests {
             let all = logs.flatMap { $0 }
             #expect(Set(all) == Set((0..<count).map(ClusterSandbox.content)), "nothing lost")
             // Ingested once: one share per drop. Processed again only what the killed daemon held when it died.
-            try cluster.expectLedgerProcessed(count)
+            try await cluster.expectLedgerProcessed(count)
             let returned = daemons[1...].map { ClusterSandbox.sum("claims_returned", in: $0.stderrSoFar) }
                 .reduce(0, +)
             #expect(all.count - count <= returned, "duplicates \(all.count - count), claims returned \(returned)")
             #expect(returned >= 1)
             for daemon in daemons[1...] { daemon.signal(SIGTERM) }
-            for daemon in daemons[1...] { #expect(try daemon.waitForExit().status == 0) }
+            for daemon in daemons[1...] { #expect(try await daemon.waitForExit().status == 0) }
         }
     }
 
@@ -114,9 +114,9 @@ struct SeveralHostsTests {
             let all = try cluster.processedLogs(3).flatMap { $0 }
             #expect(Set(all) == Set((0..<count).map(ClusterSandbox.content)), "nothing lost")
             #expect(directoryNames(cluster.inbox + "/.rejected").isEmpty, "nothing rejected")
-            try cluster.expectLedgerProcessed(count)
+            try await cluster.expectLedgerProcessed(count)
             for daemon in daemons { daemon.signal(SIGTERM) }
-            for daemon in daemons { #expect(try daemon.waitForExit().status == 0) }
+            for daemon in daemons { #expect(try await daemon.waitForExit().status == 0) }
         }
     }
 
@@ -128,7 +128,7 @@ struct SeveralHostsTests {
                 return
             }
             components.password = "wrong-secret"
-            let result = try runSharepipe([
+            let result = try await runSharepipe([
                 "daemon", "--inbox", dir + "/inbox", "--state", dir + "/state", "--ledger", components.string ?? url,
             ])
             #expect(result.status == 1)
@@ -236,32 +236,32 @@ private struct ClusterSandbox {
     func waitUntilProcessed(_ count: Int, daemons: [SharepipeProcess], timeout: Duration) async throws {
         let done = try await eventually(timeout, every: .milliseconds(250)) {
             guard directoryNames(inbox).isEmpty else { return false }
-            return try ledgerStatus()["processed"] as? Int == count
+            return try await ledgerStatus()["processed"] as? Int == count
         }
         if !done {
             let tails = daemons.map { String($0.stderrSoFar.suffix(1500)) }.joined(separator: "\n---\n")
-            throw SupportError("not all \(count) drops were processed: \(try ledgerStatus()); logs:\n\(tails)")
+            throw SupportError("not all \(count) drops were processed: \(try await ledgerStatus()); logs:\n\(tails)")
         }
     }
 
-    func ledgerStatus() throws -> [String: Any] {
-        let result = try runSharepipe(["status", "--state", state, "--ledger", ledger, "--json"])
+    func ledgerStatus() async throws -> [String: Any] {
+        let result = try await runSharepipe(["status", "--state", state, "--ledger", ledger, "--json"])
         guard result.status == 0 else { throw SupportError("status failed: \(result.stderr)") }
         #expect(result.stderr.isEmpty, "no server notices on stderr")
         return try result.jsonObject
     }
 
     /// The claim holders `ls --json` shows for the shares in processing.
-    func claimHolders() throws -> [String] {
-        let result = try runSharepipe(["ls", "--state", state, "--ledger", ledger, "--json"])
+    func claimHolders() async throws -> [String] {
+        let result = try await runSharepipe(["ls", "--state", state, "--ledger", ledger, "--json"])
         guard result.status == 0 else { throw SupportError("ls failed: \(result.stderr)") }
         let shares = try result.jsonObject["shares"] as? [[String: Any]] ?? []
         return shares.filter { $0["stage"] as? String == "processing" }.compactMap { $0["claimedBy"] as? String }
     }
 
     /// One share per drop, all processed, none waiting.
-    func expectLedgerProcessed(_ count: Int) throws {
-        let status = try ledgerStatus()
+    func expectLedgerProcessed(_ count: Int) async throws {
+        let status = try await ledgerStatus()
         #expect(status["processed"] as? Int == count)
         let stages = status["stages"] as? [String: Any]
         #expect(stages?["incoming"] as? Int == 0)
@@ -382,10 +382,10 @@ private func directoryNames(_ path: String) -> [String] {
 struct LedgerOptionTests {
     @Test func anUnknownLedgerIsAUsageErrorNamingTheFlag() async throws {
         try await withTemporaryDirectory { dir in
-            let result = try runSharepipe(["status", "--state", dir, "--ledger", "mysql://db"])
+            let result = try await runSharepipe(["status", "--state", dir, "--ledger", "mysql://db"])
             #expect(result.status == 2)
             #expect(result.stderr.contains("--ledger: expected sqlite or a postgresql:// URL"))
-            let zero = try runSharepipe(["ls", "--state", dir, "--ledger-lease", "0"])
+            let zero = try await runSharepipe(["ls", "--state", dir, "--ledger-lease", "0"])
             #expect(zero.status == 2)
             #expect(zero.stderr.contains("--ledger-lease"))
         }
@@ -395,20 +395,20 @@ struct LedgerOptionTests {
         try await withTemporaryDirectory { dir in
             let url = "postgresql://someone:hunter2@127.0.0.1:1/ledger"
             for command in [["status"], ["ls"], ["purge", "--quarantine"]] {
-                let result = try runSharepipe(command + ["--state", dir, "--ledger", url])
+                let result = try await runSharepipe(command + ["--state", dir, "--ledger", url])
                 #expect(result.status == 1)
                 #expect(result.stderr.contains("ERR_CONTAINER_UNAVAILABLE"))
                 #expect(result.stderr.contains("postgresql://someone@127.0.0.1:1/ledger (--ledger)"))
                 #expect(!result.stderr.contains("hunter2"))
             }
             let config = try writeFile(dir + "/daemon.json", #"{"ledger": "\#(url)", "ledger-lease": 5000}"#)
-            let daemon = try runSharepipe([
+            let daemon = try await runSharepipe([
                 "daemon", "--inbox", dir + "/inbox", "--state", dir + "/state", "--config", config, "--oneshot",
             ])
             #expect(daemon.status == 1)
             #expect(daemon.stderr.contains("(--ledger)"))
             #expect(!daemon.stderr.contains("hunter2"))
-            let doctor = try runSharepipe([
+            let doctor = try await runSharepipe([
                 "doctor", "--state", dir + "/state", "--inbox", dir + "/inbox", "--config", config, "--json",
             ])
             #expect(doctor.status == 1)

@@ -47,10 +47,10 @@ import Testing
             let daemon = [
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "store", "--output", output,
             ]
-            let killed = try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": step])
+            let killed = try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": step])
             #expect(killed.status == 128 + SIGKILL, "the crash hook for \(step) did not fire: \(killed.stderr)")
 
-            let restarted = try await runSharepipeAsync(daemon)
+            let restarted = try await runSharepipe(daemon)
             #expect(restarted.status == 0, "\(restarted.stderr)")
             #expect(storedContents(output).sorted() == expected.sorted(), "lost or stored twice after \(step)")
             #expect(names(inbox).isEmpty, "\(names(inbox))")
@@ -58,7 +58,7 @@ import Testing
                 #expect(names(state + "/" + stage).isEmpty, "\(stage) after \(step): \(names(state + "/" + stage))")
             }
             // The ledger agrees: nothing recorded as still on its way.
-            let listing = try runSharepipe(["ls", "--state", state, "--json"])
+            let listing = try await runSharepipe(["ls", "--state", state, "--json"])
             #expect(listing.status == 0)
             let shares = (try listing.jsonObject["shares"]) as? [Any]
             #expect(shares?.isEmpty == true, "\(listing.stdout)")
@@ -132,7 +132,7 @@ import Testing
                 }
             })
             for daemon in daemons { daemon.signal(SIGTERM) }
-            let results = try await daemons.asyncMap { try await $0.exit(timeout: .seconds(30)) }
+            let results = try await daemons.asyncMap { try await $0.waitForExit(timeout: .seconds(30)) }
             #expect(results.allSatisfy { $0.status == 0 })
             #expect(storedContents(output).sorted() == (expected + [last]).sorted())
             #expect(names(inbox).isEmpty, "\(names(inbox).prefix(5))")
@@ -179,7 +179,7 @@ import Testing
                 }
             }
             daemon.signal(SIGTERM)
-            #expect(try await daemon.exit(timeout: .seconds(30)).status == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(30)).status == 0)
             #expect(names(state + "/recycled").isEmpty)
 
             let killed = try await startDaemon(
@@ -189,9 +189,9 @@ import Testing
                 killed.stderrSoFar.components(separatedBy: "event=share.processed").count - 1 == 20
             })
             killed.signal(SIGKILL)
-            _ = try await killed.exit(timeout: .seconds(30))
+            _ = try await killed.waitForExit(timeout: .seconds(30))
             #expect(!names(state + "/recycled").isEmpty)
-            let restarted = try await runSharepipeAsync(
+            let restarted = try await runSharepipe(
                 ["daemon", "--oneshot", "--inbox", inbox, "--state", state, "--processor", "discard"])
             #expect(restarted.status == 0, "\(restarted.stderr)")
             #expect(names(state + "/recycled").isEmpty)

@@ -12,7 +12,7 @@ import Testing
     func aTemplateThatCouldEscapeIsRefusedBeforeAnythingIsCreated(template: String, message: String) async throws {
         try await withTemporaryDirectory { dir in
             for command in [["daemon", "--oneshot", "--inbox", dir + "/inbox"], ["consume"]] {
-                let result = try runSharepipe(
+                let result = try await runSharepipe(
                     command + ["--state", dir + "/state", "--output", dir + "/out", "--store-path", template])
                 #expect(result.status == 2, "\(command)")
                 #expect(result.stderr.hasPrefix(message + "\n"), "\(command): \(result.stderr)")
@@ -24,11 +24,11 @@ import Testing
     @Test func consumeStoresEachShareInADirectoryOfItsOwn() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let shared = try runSharepipe([
+            let shared = try await runSharepipe([
                 "share", "--state", state, "--json", fixturePath("files/photo.jpg"), fixturePath("files/notes.txt"),
             ])
             let shareID = try #require(try shared.jsonObject["shareId"] as? String)
-            let consumed = try runSharepipe([
+            let consumed = try await runSharepipe([
                 "consume", "--state", state, "--output", dir + "/out", "--store-path", "{date}/{share}/{name}",
             ])
             #expect(consumed.status == 0, "\(consumed.stderr)")

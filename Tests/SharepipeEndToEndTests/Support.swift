@@ -8,6 +8,8 @@ struct ProcessResult: Sendable {
     var stdoutData: Data
     /// Everything written to stderr.
     var stderrData: Data
+    /// From the launch to the exit.
+    var elapsed: Duration = .zero
 
     /// stdout as UTF-8 text.
     var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
@@ -51,10 +53,48 @@ struct SupportError: Error, CustomStringConvertible {
 func runSharepipe(
     _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil,
     stdin: Data? = nil, timeout: Duration = .seconds(60)
-) throws -> ProcessResult {
-    let process = try SharepipeProcess(
-        arguments, environment: environment, currentDirectory: currentDirectory, stdin: stdin)
-    return try process.waitForExit(timeout: timeout)
+) async throws -> ProcessResult {
+    await commandSlots.acquire()
+    do {
+        let process = try SharepipeProcess(
+            arguments, environment: environment, currentDirectory: currentDirectory, stdin: stdin)
+        let result = try await process.waitForExit(timeout: timeout)
+        await commandSlots.release()
+        return result
+    } catch {
+        await commandSlots.release()
+        throw error
+    }
+}
+
+/// Runs of `runSharepipe` at once. Their waits hold no thread of the pool, so without a bound every test's commands
+/// would run together; six on two cores keeps the load near what the timing-minded tests were written for (a test
+/// that times a command reads `ProcessResult.elapsed`, which leaves out the wait for a slot).
+private let commandSlots = Slots(6)
+
+/// A counting semaphore whose waiters are suspended tasks, not blocked threads.
+private actor Slots {
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ count: Int) { free = count }
+
+    func acquire() async {
+        guard free == 0 else {
+            free -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// `runSharepipe` for code that runs on a thread of its own (never on the cooperative pool, which it would block).
+func runSharepipeBlocking(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProcessResult {
+    try SharepipeProcess(arguments).blockingWait(timeout: timeout)
 }
 
 /// Serialises `Process.run()` across the test process.
@@ -66,19 +106,14 @@ func launchSerially(_ process: Process) throws {
     try launchLock.withLock { try process.run() }
 }
 
-/// `runSharepipe` for long runs: waits without blocking a thread of the cooperative pool.
-func runSharepipeAsync(
-    _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)
-) async throws -> ProcessResult {
-    try await SharepipeProcess(arguments, environment: environment).exit(timeout: timeout)
-}
-
 /// A `sharepipe` process started in the background, for tests that signal it or watch it work (`daemon`).
 /// Output goes to temporary files, so a chatty process never blocks on a full pipe.
 final class SharepipeProcess: @unchecked Sendable {
     private let process = Process()
     private let outputDirectory: String
     private let exited = DispatchSemaphore(value: 0)
+    /// When the process was started, for `ProcessResult.elapsed`.
+    private let launched = ContinuousClock.now
 
     /// Starts the binary; see `runSharepipe` for the parameters.
     init(
@@ -146,15 +181,18 @@ final class SharepipeProcess: @unchecked Sendable {
         String(decoding: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data(), as: UTF8.self)
     }
 
-    /// Waits for the process to end without holding a thread of the cooperative pool (tests run in parallel on a
-    /// pool as wide as the machine has cores); after `timeout` it is killed and the wait throws.
-    func exit(timeout: Duration = .seconds(60)) async throws -> ProcessResult {
-        _ = try await eventually(timeout) { !process.isRunning }
-        return try waitForExit(timeout: .seconds(5))
+    /// Waits for the process to end; after `timeout` it is killed and the wait throws. The wait holds a thread of
+    /// its own, never one of the cooperative pool: tests run in parallel on a pool as wide as the machine has cores
+    /// (two in CI), and waits that held it once starved two unrelated tests past their two-minute limit.
+    func waitForExit(timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try self.blockingWait(timeout: timeout) })
+            }
+        }
     }
 
-    /// Waits for the process to end; after `timeout` it is killed and the wait throws.
-    func waitForExit(timeout: Duration = .seconds(60)) throws -> ProcessResult {
+    fileprivate func blockingWait(timeout: Duration) throws -> ProcessResult {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
         if exited.wait(timeout: .now() + seconds) == .timedOut {
             kill(process.processIdentifier, SIGKILL)
@@ -169,7 +207,8 @@ final class SharepipeProcess: @unchecked Sendable {
         return ProcessResult(
             status: status,
             stdoutData: FileManager.default.contents(atPath: outputDirectory + "/stdout") ?? Data(),
-            stderrData: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data())
+            stderrData: FileManager.default.contents(atPath: outputDirectory + "/stderr") ?? Data(),
+            elapsed: ContinuousClock.now - launched)
     }
 }
 
@@ -177,14 +216,14 @@ final class SharepipeProcess: @unchecked Sendable {
 /// by, generous since the machine may be loaded, not a time the event is expected to take). Returns whether it holds.
 /// The one waiting helper of this test target.
 func eventually(
-    _ timeout: Duration, every interval: Duration = .milliseconds(20), _ condition: () throws -> Bool
+    _ timeout: Duration, every interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool
 ) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try await Task.sleep(for: interval)
     }
-    return try condition()
+    return try await condition()
 }
 
 /// The path of the built `sharepipe` binary: `$SHAREPIPE_BINARY` when set, else the one next to the test bundle

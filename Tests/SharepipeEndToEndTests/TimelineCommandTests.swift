@@ -6,8 +6,8 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct TimelineCommandTests {
     /// Shares one file into `state` and returns the share id.
-    func share(_ file: String, state: String) throws -> String {
-        let result = try runSharepipe(["share", "--state", state, "--json", file])
+    func share(_ file: String, state: String) async throws -> String {
+        let result = try await runSharepipe(["share", "--state", state, "--json", file])
         #expect(result.status == 0, "\(result.stderr)")
         return try #require(try result.jsonObject["shareId"] as? String)
     }
@@ -15,18 +15,18 @@ struct TimelineCommandTests {
     @Test func showListsEveryAttemptOfARetriedShareInOrder() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let shareID = try share(fixturePath("files/photo.jpg"), state: state)
+            let shareID = try await share(fixturePath("files/photo.jpg"), state: state)
             // Fails twice, then succeeds.
             let counter = dir + "/runs"
             let command = "n=$(cat '\(counter)' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '\(counter)'; "
                 + "[ $n -ge 3 ]"
-            let consume = try runSharepipe([
+            let consume = try await runSharepipe([
                 "consume", "--state", state, "--processor", "exec", "--exec", command, "--retry-delay", "0",
                 "--max-attempts", "3", "--workers", "1",
             ])
             #expect(consume.status == 0, "\(consume.stderr)")
 
-            let result = try runSharepipe(["show", shareID, "--state", state, "--json"])
+            let result = try await runSharepipe(["show", shareID, "--state", state, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let report = try result.jsonObject
             #expect(report["state"] as? String == "processed")
@@ -49,7 +49,7 @@ struct TimelineCommandTests {
             #expect(events[0]["bytes"] as? Int == (try FileManager.default.attributesOfItem(
                 atPath: fixturePath("files/photo.jpg"))[.size] as? Int))
 
-            let human = try runSharepipe(["show", shareID, "--state", state])
+            let human = try await runSharepipe(["show", shareID, "--state", state])
             #expect(human.status == 0)
             let rows = human.stdout.split(separator: "\n").filter { $0.contains(" claimed ") }
             #expect(rows.count == 3)
@@ -60,8 +60,8 @@ struct TimelineCommandTests {
     @Test func showSaysWhereTheCopiesAreAndNamesThemOnlyWhenAllowed() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let shareID = try share(fixturePath("files/photo.jpg"), state: state)
-            let quiet = try runSharepipe(["show", shareID, "--state", state, "--json"])
+            let shareID = try await share(fixturePath("files/photo.jpg"), state: state)
+            let quiet = try await runSharepipe(["show", shareID, "--state", state, "--json"])
             #expect(quiet.status == 0)
             let location = try #require(try quiet.jsonObject["location"] as? [String: Any])
             #expect(location["stage"] as? String == "incoming")
@@ -70,9 +70,9 @@ struct TimelineCommandTests {
             let file = try #require(copies[0]["file"] as? String)
             #expect(FileManager.default.fileExists(atPath: state + "/incoming/" + shareID + "/" + file))
             #expect(!quiet.stdout.contains("photo.jpg"))
-            #expect(!(try runSharepipe(["show", shareID, "--state", state]).stdout.contains("photo.jpg")))
+            #expect(!(try await runSharepipe(["show", shareID, "--state", state]).stdout.contains("photo.jpg")))
 
-            let named = try runSharepipe(["show", shareID, "--state", state, "--json", "--log-names"])
+            let named = try await runSharepipe(["show", shareID, "--state", state, "--json", "--log-names"])
             #expect(named.stdout.contains("\"suggestedName\" : \"photo.jpg\""))
         }
     }
@@ -80,21 +80,21 @@ struct TimelineCommandTests {
     @Test func unknownShareIsNotFound() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            _ = try share(fixturePath("files/notes.txt"), state: state)
+            _ = try await share(fixturePath("files/notes.txt"), state: state)
             let unknown = UUID().uuidString
-            let result = try runSharepipe(["show", unknown, "--state", state, "--json"])
+            let result = try await runSharepipe(["show", unknown, "--state", state, "--json"])
             #expect(result.status == 1)
             let error = try #require(try result.jsonObject["error"] as? [String: Any])
             #expect(error["code"] as? String == "ERR_NOT_FOUND")
             #expect(result.stderr.contains("ERR_NOT_FOUND"))
 
-            let human = try runSharepipe(["show", unknown, "--state", state])
+            let human = try await runSharepipe(["show", unknown, "--state", state])
             #expect(human.status == 1)
             #expect(human.stdout.isEmpty)
             #expect(human.stderr.contains("error: ERR_NOT_FOUND: no share \(unknown)"))
 
-            #expect(try runSharepipe(["show", "not-a-uuid", "--state", state]).status == 2)
-            let missing = try runSharepipe(["events", "--state", dir + "/nowhere", "--json"])
+            #expect(try await runSharepipe(["show", "not-a-uuid", "--state", state]).status == 2)
+            let missing = try await runSharepipe(["events", "--state", dir + "/nowhere", "--json"])
             #expect(missing.status == 1)
             #expect(missing.stdout.contains("ERR_CONTAINER_UNAVAILABLE"))
             #expect(!FileManager.default.fileExists(atPath: dir + "/nowhere"))
@@ -104,15 +104,15 @@ struct TimelineCommandTests {
     @Test func eventsPrintsOneLinePerEvent() async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let shareID = try share(fixturePath("files/photo.jpg"), state: state)
-            let logfmt = try runSharepipe(["events", "--state", state])
+            let shareID = try await share(fixturePath("files/photo.jpg"), state: state)
+            let logfmt = try await runSharepipe(["events", "--state", state])
             #expect(logfmt.status == 0)
             let lines = logfmt.stdout.split(separator: "\n")
             #expect(lines.count == 2)
             #expect(lines[0].contains("share=\(shareID) event=staged attachment=0 type=public.jpeg"))
             #expect(lines[1].hasSuffix("share=\(shareID) event=published"))
 
-            let json = try runSharepipe(["events", "--state", state, "--json"])
+            let json = try await runSharepipe(["events", "--state", state, "--json"])
             let objects = try json.stdout.split(separator: "\n").map { line in
                 try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             }
@@ -125,11 +125,11 @@ struct TimelineCommandTests {
     func followPrintsADropWithinASecondAndStopsOnASignal(signal: Int32) async throws {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
-            let first = try share(fixturePath("files/notes.txt"), state: state)
+            let first = try await share(fixturePath("files/notes.txt"), state: state)
             let follower = try SharepipeProcess(["events", "--follow", "--state", state])
             try await waitUntil("the recorded events are printed") { follower.stdoutSoFar.contains(first) }
 
-            let second = try share(fixturePath("files/photo.jpg"), state: state)
+            let second = try await share(fixturePath("files/photo.jpg"), state: state)
             let published = "share=\(second) event=published"
             try await waitUntil("the new share's events are printed") { follower.stdoutSoFar.contains(published) }
             // From the time the ledger recorded the event to the moment its line was there to read: the last write
@@ -141,7 +141,7 @@ struct TimelineCommandTests {
             #expect(seen.timeIntervalSince(recorded) < 5, "printed \(seen.timeIntervalSince(recorded)) s after")
 
             follower.signal(signal)
-            let result = try follower.waitForExit(timeout: .seconds(10))
+            let result = try await follower.waitForExit(timeout: .seconds(10))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.split(separator: "\n").count == 4)
         }
@@ -170,9 +170,9 @@ struct TimelineCommandTests {
             #expect(seen.timeIntervalSince(recorded) < 5, "printed \(seen.timeIntervalSince(recorded)) s after")
 
             follower.signal(SIGINT)
-            #expect(try follower.waitForExit(timeout: .seconds(10)).status == 0)
+            #expect(try await follower.waitForExit(timeout: .seconds(10)).status == 0)
             daemon.signal(SIGTERM)
-            #expect(try daemon.waitForExit(timeout: .seconds(30)).status == 0)
+            #expect(try await daemon.waitForExit(timeout: .seconds(30)).status == 0)
         }
     }
 

@@ -68,7 +68,7 @@ struct WholeShareTests {
                 "--user-info", #"{"url": "https://e.com/a", "n": 3}"#,
                 "--tag", "invoices", "--tag", "2026,paid",
             ]
-            let result = try runSharepipe(
+            let result = try await runSharepipe(
                 ["share", "--state", state, "--json"] + flags + [fixturePath("files/document.pdf")])
             #expect(result.status == 0, "\(result.stderr)")
             let receipt = try result.jsonObject
@@ -82,17 +82,17 @@ struct WholeShareTests {
             #expect(manifest["text"] as? String == Self.secretText)
             #expect((manifest["userInfo"] as? [String: Any])?["n"] as? Int == 3)
             #expect(manifest["tags"] as? [String] == ["invoices", "2026", "paid"])
-            let shown = try runSharepipe(["show", shareID, "--state", state, "--json"]).jsonObject
+            let shown = try await runSharepipe(["show", shareID, "--state", state, "--json"]).jsonObject
             #expect(shown["title"] as? String == Self.secretTitle)
             #expect(shown["text"] as? String == Self.secretText)
             #expect(shown["tags"] as? [String] == ["invoices", "2026", "paid"])
-            let listed = try runSharepipe(["ls", "--state", state, "--json"]).jsonObject
+            let listed = try await runSharepipe(["ls", "--state", state, "--json"]).jsonObject
             let entry = try #require((listed["shares"] as? [[String: Any]])?.first)
             #expect(entry["title"] as? String == Self.secretTitle)
             #expect(entry["text"] == nil)
 
             let dumps = dir + "/dumps"
-            let consumed = try runSharepipe([
+            let consumed = try await runSharepipe([
                 "consume", "--state", state, "--processor", "exec", "--exec", Self.dumpCommand(dumps),
             ])
             #expect(consumed.status == 0, "\(consumed.stderr)")
@@ -112,13 +112,13 @@ struct WholeShareTests {
                   "attachments": [ { "suggestedName": "r.pdf", "representations": [
                     { "type": "com.adobe.pdf", "path": "\(fixturePath("files/document.pdf"))" } ] } ] }
                 """)
-            let scripted = try runSharepipe([
+            let scripted = try await runSharepipe([
                 "share", "--state", state, "--json", "--scenario", scenario, "--tag", "cash",
             ])
             #expect(scripted.status == 0, "\(scripted.stderr)")
             #expect(try scripted.jsonObject["tags"] as? [String] == ["receipts", "cash"])
             #expect(try scripted.jsonObject["title"] as? String == "Receipt 42")
-            let stored = try runSharepipe([
+            let stored = try await runSharepipe([
                 "consume", "--state", state, "--processor", "store", "--output", dir + "/out",
                 "--store-path", "{tag}/{title}/{name}",
             ])
@@ -131,16 +131,16 @@ struct WholeShareTests {
         try await withTemporaryDirectory { dir in
             let state = dir + "/state"
             let pdf = fixturePath("files/document.pdf")
-            let notObject = try runSharepipe(["share", "--state", state, "--json", "--user-info", "[1, 2]", pdf])
+            let notObject = try await runSharepipe(["share", "--state", state, "--json", "--user-info", "[1, 2]", pdf])
             #expect(notObject.status == 2)
             #expect(notObject.stderr.contains("userInfo must be a JSON object"))
-            let notJSON = try runSharepipe(["share", "--state", state, "--user-info", "{nope", pdf])
+            let notJSON = try await runSharepipe(["share", "--state", state, "--user-info", "{nope", pdf])
             #expect(notJSON.status == 2)
             let long = String(repeating: "x", count: 64 * 1024 + 1)
-            let tooLong = try runSharepipe(["share", "--state", state, "--json", "--text", long, pdf])
+            let tooLong = try await runSharepipe(["share", "--state", state, "--json", "--text", long, pdf])
             #expect(tooLong.status == 4)
             #expect((try tooLong.jsonObject["error"] as? [String: Any])?["code"] as? String == "ERR_TOO_LARGE")
-            let badTag = try runSharepipe(["share", "--state", state, "--json", "--tag", "bad\u{1}tag", pdf])
+            let badTag = try await runSharepipe(["share", "--state", state, "--json", "--tag", "bad\u{1}tag", pdf])
             #expect(badTag.status == 4)
             #expect((try badTag.jsonObject["error"] as? [String: Any])?["code"] as? String == "ERR_BAD_REQUEST")
             #expect(directoryEntries(state + "/incoming").isEmpty)
@@ -325,9 +325,9 @@ struct WholeShareTests {
                 "daemon", "--oneshot", "--inbox", inbox, "--state", state, "--output", output,
                 "--store-path", "{tag}/{title}/{name}",
             ]
-            let killed = try await runSharepipeAsync(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point])
+            let killed = try await runSharepipe(daemon, environment: ["SHAREPIPE_CRASH_AFTER": point])
             #expect(killed.status == 128 + SIGKILL, "the crash hook for \(point) did not fire: \(killed.stderr)")
-            let restarted = try await runSharepipeAsync(daemon)
+            let restarted = try await runSharepipe(daemon)
             #expect(restarted.status == 0, "\(restarted.stderr)")
             #expect(directoryEntries(inbox).isEmpty, "after \(point): \(directoryEntries(inbox + "/invoices"))")
             #expect(storedPaths(output) == ["invoices/March/x.pdf"], "after \(point)")
