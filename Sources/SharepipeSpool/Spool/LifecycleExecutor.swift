@@ -84,7 +84,7 @@ package final class LifecycleExecutor: Sendable {
         self.faults = faults
         let (maxShares, maxBytes, maxCompletions) = (Self.maxShares, Self.maxBytes, maxCompletions)
         publishLane = BatchLane(
-            name: "sp-publish", enough: maxShares / 4,
+            name: "sp-publish", enough: maxShares / 4, answersWaiters: true,
             take: { queue in
                 var taken: [PendingPublish] = []
                 var bytes: Int64 = 0
@@ -102,7 +102,8 @@ package final class LifecycleExecutor: Sendable {
                 room.broadcast()
                 room.unlock()
             })
-        reserveLane = BatchLane(name: "sp-reserve", enough: maxShares / 4, take: BatchLane.first(maxShares))
+        reserveLane = BatchLane(
+            name: "sp-reserve", enough: maxShares / 4, answersWaiters: true, take: BatchLane.first(maxShares))
     }
 
     /// Shares waiting for the next publish batch.

@@ -5,7 +5,7 @@ import Synchronization
 /// queue up; the lane's own thread takes whatever is queued as one batch, performs it, and comes round again until
 /// the queue is empty, so each barrier or commit is paid once per batch and a lone item is a batch of one at once.
 /// In a steady flow (the last batch ended a moment ago) and with fewer than `enough` queued, a short wait lets the
-/// batch fill first.
+/// batch fill first; on a lane that answers waiters, only when company is likely.
 package final class BatchLane<Item: Sendable>: Sendable {
     /// A batch that starts within this long (ns) of the last one's end waits `gatherMicroseconds` for company.
     static var busyWindow: UInt64 { 5_000_000 }
@@ -20,18 +20,22 @@ package final class BatchLane<Item: Sendable>: Sendable {
     private let state = Mutex(State())
     private let thread: Lane
     private let enough: Int
+    private let answersWaiters: Bool
     private let take: @Sendable (inout [Item]) -> [Item]
     private let beforeBatch: @Sendable () -> Void
     private let afterTake: @Sendable () -> Void
 
     /// A lane on a thread named `name`. `take` removes the next batch from the front of the queue; `beforeBatch`
-    /// runs each time round before the lane looks at the queue, `afterTake` each time it has taken from it.
+    /// runs each time round before the lane looks at the queue, `afterTake` each time it has taken from it. A lane
+    /// that `answersWaiters` (a client waits for its batch) waits for company only after a batch of more than one or
+    /// with an item already queued.
     package init(
-        name: String, enough: Int, take: @escaping @Sendable (inout [Item]) -> [Item],
+        name: String, enough: Int, answersWaiters: Bool = false, take: @escaping @Sendable (inout [Item]) -> [Item],
         beforeBatch: @escaping @Sendable () -> Void = {}, afterTake: @escaping @Sendable () -> Void = {}
     ) {
         thread = Lane(name: name)
         self.enough = enough
+        self.answersWaiters = answersWaiters
         self.take = take
         self.beforeBatch = beforeBatch
         self.afterTake = afterTake
@@ -81,13 +85,26 @@ package final class BatchLane<Item: Sendable>: Sendable {
         }
     }
 
+    /// Whether the lane waits `gatherMicroseconds` before taking its next batch: only in a steady flow (the last
+    /// batch ended less than `busyWindow` ago) and with fewer than `enough` queued. A lane whose items someone waits
+    /// for waits only when company is likely, that is when the last batch had some or an item came while it ran: a
+    /// lone client's next item would wait for nothing.
+    package static func waitsForCompany(
+        answersWaiters: Bool, lastBatchCount: Int, queued: Int, enough: Int, sinceLastBatch: UInt64
+    ) -> Bool {
+        guard sinceLastBatch < busyWindow, queued < enough else { return false }
+        return !answersWaiters || lastBatchCount > 1 || queued > 0
+    }
+
     private func drain(_ perform: @Sendable ([Item]) -> Void) {
         var lastBatchEnded: UInt64 = 0
+        var lastBatchCount = 0
         while true {
             beforeBatch()
-            if System.monotonicNanoseconds() - lastBatchEnded < Self.busyWindow, queued < enough {
-                System.pause(microseconds: Self.gatherMicroseconds)
-            }
+            let gather = Self.waitsForCompany(
+                answersWaiters: answersWaiters, lastBatchCount: lastBatchCount, queued: queued, enough: enough,
+                sinceLastBatch: System.monotonicNanoseconds() - lastBatchEnded)
+            if gather { System.pause(microseconds: Self.gatherMicroseconds) }
             let (batch, waiters): ([Item], [CheckedContinuation<Void, Never>]) = state.withLock { state in
                 let taken = take(&state.items)
                 guard taken.isEmpty else { return (taken, []) }
@@ -102,6 +119,7 @@ package final class BatchLane<Item: Sendable>: Sendable {
             }
             perform(batch)
             lastBatchEnded = System.monotonicNanoseconds()
+            lastBatchCount = batch.count
         }
     }
 }
