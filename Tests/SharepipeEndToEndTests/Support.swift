@@ -80,11 +80,11 @@ private actor Slots {
     init(_ count: Int) { free = count }
 
     func acquire() async {
-        guard free == 0 else {
+        if free > 0 {
             free -= 1
-            return
+        } else {
+            await withCheckedContinuation { waiting.append($0) }
         }
-        await withCheckedContinuation { waiting.append($0) }
     }
 
     func release() {
