@@ -33,13 +33,11 @@ mkdir -p "$WORK"
 # Whatever this script started is stopped when it ends, even on failure.
 CHILDREN=()
 trap 'for child in "${CHILDREN[@]}"; do kill -TERM "$child" 2>/dev/null || true; done' EXIT
-now() { date +%s.%N; }
+SCRIPT=http.sh
+# shellcheck source=Benchmarks/lib.sh
+source "$ROOT/Benchmarks/lib.sh"
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s }'; }
-wait_for_line() { # FILE PATTERN
-    for _ in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-    echo "http.sh: timed out waiting for $2 in $1" >&2; return 1
-}
 empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 # Starts the daemon on an ephemeral port; sets PID and ADDRESS.
 start_daemon() { # DIR EXTRA...

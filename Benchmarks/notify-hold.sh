@@ -16,21 +16,12 @@ PEERS=$ROOT/Benchmarks/peers
 WORK=${WORK:-$ROOT/.build/bench-notify-hold}
 TICKS=$(getconf CLK_TCK)
 
-die() { echo "notify-hold.sh: $*" >&2; exit 1; }
+SCRIPT=notify-hold.sh
+# shellcheck source=Benchmarks/lib.sh
+source "$ROOT/Benchmarks/lib.sh"
 [ -x "$BIN/sharepipe" ] || die "no $BIN/sharepipe (swift build -c release --product sharepipe)"
 harness() { python3 "$PEERS/harness.py" "$@"; }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 seconds_of() { awk -v t="$1" -v k="$TICKS" 'BEGIN { printf "%.2f", t / k }'; }
-now() { date +%s.%N; }
-
-wait_for_line() { # FILE PATTERN: up to 30 s
-    local i
-    for ((i = 0; i < 300; i++)); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    die "timed out waiting for '$2' in $1"
-}
 
 # The receiver's count (rewritten every second).
 received() { cat "$WORK/webhook.count" 2>/dev/null || echo 0; }

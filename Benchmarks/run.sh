@@ -38,7 +38,9 @@ fi
 COPY_BATCH=${BATCHES[0]}
 
 note() { printf '== %s\n' "$*" >&2; }
-die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+SCRIPT=run.sh
+# shellcheck source=Benchmarks/lib.sh
+source "$ROOT/Benchmarks/lib.sh"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tools: install what a fresh Debian/Ubuntu machine lacks (needs root), build sharepipe, create the Python venv.
@@ -93,19 +95,8 @@ run_captured() { # FILE COMMAND...
 }
 
 TICKS=$(getconf CLK_TCK)
-# CPU time (user + system) a process has used so far, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Milliseconds of CPU per file between two cpu_ticks readings.
 cpu_per_file() { awk -v a="$1" -v b="$2" -v n="$3" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) * 1000 / t / n }'; }
-
-wait_for_line() { # FILE PATTERN: up to 30 s
-    local i
-    for ((i = 0; i < 300; i++)); do
-        grep -q -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    die "timed out waiting for '$2' in $1"
-}
 
 declare -A R # results, by key
 
