@@ -19,7 +19,7 @@ final class ReceiveWriter: @unchecked Sendable {
     static let inlineBytes: Int64 = 1 << 20
     /// One buffer handed to the writing thread.
     static let chunkBytes = 256 << 10
-    static let maxQueued = 3
+    static let maxQueued = 2
 
     private let descriptor: Int32
     private let digest = MessageDigest(.sha256)
