@@ -200,7 +200,13 @@ struct RestartStormTests {
             }
             for daemon in daemons {
                 let stopped = try await daemon.waitForExit()
-                #expect(stopped.status == 0, "\(stopped.status): \(stopped.stderr.suffix(1500))")
+                // A death the loop had not seen yet when the last share was done (CI once ended the loop between
+                // the third death and its notice): it still counts, and a fourth would still fail below.
+                if stopped.status == 128 + SIGKILL {
+                    deaths += 1
+                } else {
+                    #expect(stopped.status == 0, "\(stopped.status): \(stopped.stderr.suffix(1500))")
+                }
             }
 
             #expect(deaths == 3, "the poison share killed \(deaths) daemons")
