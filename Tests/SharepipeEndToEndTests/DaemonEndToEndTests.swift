@@ -240,7 +240,7 @@ struct DaemonEndToEndTests {
             let status = try await runSharepipe(["status", "--state", sandbox.state, "--json"])
             #expect(status.status == 0, "\(status.stderr)")
             let report = try status.jsonObject
-            #expect(report["processed"] as? Int == count)
+            #expect(report["processed"] as? Int == count, "\(status.stdout)")
             #expect(report["pendingBytes"] as? Int == 0)
             #expect(report["oldestPendingAgeSeconds"] is NSNull)
         }
