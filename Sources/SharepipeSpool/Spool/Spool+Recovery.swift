@@ -132,6 +132,11 @@ extension Spool {
                 guard let (record, isRepair) = ShareLifecycle.reconciliation(
                     of: shareID, recorded: state, foundIn: found)
                 else { continue }
+                // The listing is a snapshot, and a running daemon's sweep walks it while shares move on: a share
+                // published, claimed, processed and removed since the listing has a row that moved on with it (its
+                // directory is removed only after its row is recorded processed), so only a row still as listed is
+                // made to follow. A flood of 19,660 drops once had ten processed shares recorded rejected this way.
+                guard try ledger.state(ofShare: shareID) == state else { continue }
                 guard isRepair else {
                     published.append(shareID)
                     continue
