@@ -47,10 +47,8 @@ struct SharePart: Decodable, Sendable {
 /// copies without reading them again and the publisher's barrier finds little left to write. Used from the
 /// connection's thread, one call at a time, until `finish`; then only `discard`, from the thread that ingests.
 final class ShareBodyReceiver: @unchecked Sendable {
-    /// Where this body's files go: `RECEIVE-DIRECTORY/REQUEST-`, then the part's number.
-    private let filePrefix: String
-    /// The same, without the directory: the names of this body's files in it.
-    private let namePrefix: String
+    /// The names of this body's files in the receive directory: `REQUEST-`, then the part's number.
+    private let namePrefix = UUID.random().uuidString + "-"
     /// Every file created so far, for `discard`.
     private var created: [String] = []
     /// The receive directory, which may hand out a spare for a file.
@@ -93,8 +91,6 @@ final class ShareBodyReceiver: @unchecked Sendable {
         maxShareSize = limits.maxShareSize
         maxAttachments = limits.maxAttachments
         self.directory = directory
-        namePrefix = UUID.random().uuidString + "-"
-        filePrefix = directory.path + "/" + namePrefix
         digest = try DigestFields.expected(head).get().map(DigestFields.Check.init)
         switch kind {
         case .multipart(let boundary):
@@ -107,7 +103,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
             }
             let contentType = head["content-type"].map { HeaderValue($0).value.lowercased() }
             let part = ReceivedBody.Part(
-                path: filePrefix + "0", filename: disposition?.filename, contentType: contentType)
+                path: filePath(part: "0"), filename: disposition?.filename, contentType: contentType)
             single = ReceivedBody.Attachment(
                 field: nil, parts: [part], types: types, suggestedName: HeaderValue.safeFileName(part.filename))
             try begin(part: "0")
@@ -198,7 +194,7 @@ final class ShareBodyReceiver: @unchecked Sendable {
                 partState = .skipped
                 return
             }
-            let path = filePrefix + String(partCount)
+            let path = filePath(part: String(partCount))
             let part = ReceivedBody.Part(path: path, filename: head.filename, contentType: head.contentType)
             if let index = attachments.firstIndex(where: { $0.field == head.name }) {
                 attachments[index].parts.append(part)
@@ -248,9 +244,14 @@ final class ShareBodyReceiver: @unchecked Sendable {
         totalBytes += Int64(bytes.count)
     }
 
+    /// Where part `number`'s file goes: `RECEIVE-DIRECTORY/REQUEST-number`.
+    private func filePath(part number: String) -> String {
+        directory.path + "/" + namePrefix + number
+    }
+
     /// Creates the file of part `number` (`REQUEST-number`, a kept spare when there is one) and starts writing it.
     private func begin(part number: String) throws {
-        let path = filePrefix + number
+        let path = filePath(part: number)
         let opened: FileDescriptor
         if let length = directory.takeSpare(as: namePrefix + number) {
             do {
