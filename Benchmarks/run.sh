@@ -346,22 +346,32 @@ echo
 echo "7. $ROUND_FILES mixed 4 KiB files, $ROUNDS interleaved rounds:" \
     "sharepipe (settle 50, 250, settle 50 with --duplicates reject), shell, Python, C group commit"
 gcc -O2 -Wall -Wextra -pthread -o "$WORK/group_commit" "$PEERS/group_commit.c"
+# The contenders of one round. Each round starts one further down the list (round 1 at the first, round 2 at the
+# second, ...), so no contender always runs first or last: the disk's writeback and the ledger's growth from the
+# drops before it then fall on every contender alike.
+contender_sharepipe50() { round_drop sharepipe50 "$1" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50; }
+contender_shell() { round_drop shell "$1" "$ROUND_FILES.shell" drop_peer shell "$ROUND_FILES"; }
+contender_python() { round_drop python "$1" "$ROUND_FILES.python" drop_peer python "$ROUND_FILES"; }
+contender_groupcommit() { round_group_commit "$1"; }
+contender_sharepipe250() { round_drop sharepipe250 "$1" "$ROUND_FILES.sharepipe250" drop_sharepipe "$ROUND_FILES" 250; }
+# Issue 21: the same drop with the duplicate check on (every drop is new, so each one is looked up and recorded).
+contender_sharepipe50reject() {
+    round_drop sharepipe50reject "$1" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 --duplicates reject
+}
+# Issue 33: the same drop with one --notify receiver (published and processed events, 2 per file).
+contender_sharepipe50notify() {
+    round_drop sharepipe50notify "$1" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
+        --notify "$WEBHOOK_URL"
+}
+CONTENDERS=(sharepipe50 shell python groupcommit sharepipe250 sharepipe50reject sharepipe50notify)
 for ((round = 1; round <= ROUNDS; round++)); do
     echo " round $round"
-    round_drop sharepipe50 "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50
-    round_drop shell "$round" "$ROUND_FILES.shell" drop_peer shell "$ROUND_FILES"
-    round_drop python "$round" "$ROUND_FILES.python" drop_peer python "$ROUND_FILES"
-    round_group_commit "$round"
-    round_drop sharepipe250 "$round" "$ROUND_FILES.sharepipe250" drop_sharepipe "$ROUND_FILES" 250
-    # Issue 21: the same drop with the duplicate check on (every drop is new, so each one is looked up and recorded).
-    round_drop sharepipe50reject "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
-        --duplicates reject
-    # Issue 33: the same drop with one --notify receiver (published and processed events, 2 per file).
-    round_drop sharepipe50notify "$round" "$ROUND_FILES.sharepipe50" drop_sharepipe "$ROUND_FILES" 50 \
-        --notify "$WEBHOOK_URL"
+    for ((slot = 0; slot < ${#CONTENDERS[@]}; slot++)); do
+        "contender_${CONTENDERS[(slot + round - 1) % ${#CONTENDERS[@]}]}" "$round"
+    done
 done
 kill "$WEBHOOK_PID" 2>/dev/null || true
-for name in sharepipe50 sharepipe250 shell python groupcommit sharepipe50reject sharepipe50notify; do
+for name in "${CONTENDERS[@]}"; do
     R[rounds.$name]=$(rounds_median "$name")
 done
 echo " per round, sharepipe --settle 50 over: shell, Python, C group commit"

@@ -62,6 +62,7 @@ package struct Manifest: Codable, Sendable, Equatable {
 
     /// Encodes the manifest as JSON bytes (stable key order).
     package func encoded() throws -> [UInt8] {
+        if let bytes = compactJSON() { return bytes }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array(try encoder.encode(self))
@@ -69,6 +70,7 @@ package struct Manifest: Codable, Sendable, Equatable {
 
     /// Decodes a manifest; anything malformed is ERR_IO.
     package static func decode(_ bytes: [UInt8]) throws -> Manifest {
+        if let manifest = compactDecoded(bytes) { return manifest }
         do {
             return try JSONDecoder().decode(Manifest.self, from: Data(bytes))
         } catch {
