@@ -171,8 +171,9 @@ package struct Daemon: Sendable {
                         running -= 1
                     }
                     running += 1
+                    let arrival = context.spool.expectPublish()
                     group.addTask(executorPreference: context.thread(index)) {
-                        await ingester(context).ingest(InboxCandidate(name: name, status: status))
+                        await ingester(context).ingest(InboxCandidate(name: name, status: status), arrival: arrival)
                     }
                 }
                 for await outcome in group { count(outcome) }
@@ -257,15 +258,20 @@ package struct Daemon: Sendable {
                 }
                 running += 1
                 started += 1
-                group.addTask(executorPreference: context.thread(started)) { await handle(candidate, context) }
+                // Announced as it is queued: the tasks of a burst run one after another on few threads, and the
+                // publish batch the first of them joins waits for the rest.
+                let arrival = context.spool.expectPublish()
+                group.addTask(executorPreference: context.thread(started)) {
+                    await handle(candidate, arrival: arrival, context)
+                }
             }
         }
         throw InboxWatcher.inboxGone
     }
 
-    private func handle(_ candidate: InboxCandidate, _ context: Context) async {
+    private func handle(_ candidate: InboxCandidate, arrival: LaneArrival? = nil, _ context: Context) async {
         guard context.queue.begin(candidate.name) else { return }
-        let outcome = await ingester(context).ingest(candidate)
+        let outcome = await ingester(context).ingest(candidate, arrival: arrival)
         context.queue.end(candidate.name, deferred: outcome.isDeferred, retryAfter: configuration.deferRetry)
     }
 

@@ -46,7 +46,9 @@ struct HTTPIngest: Sendable {
     }
 
     /// Checks the activation rule, then loads and publishes; the receipt is returned once the share is durable.
-    func ingest(_ providers: [ReceivedItemProvider], sourceApp: String?, details: ShareDetails) async -> ShareReceipt {
+    func ingest(
+        _ providers: [ReceivedItemProvider], sourceApp: String?, details: ShareDetails, arrival: LaneArrival? = nil
+    ) async -> ShareReceipt {
         if let error = activationRefusal(activation, declaredBy: providers) {
             let info = AttachmentRecord.ErrorInfo(code: error.code, message: error.message)
             let attachments = providers.enumerated().map { index, provider in
@@ -58,7 +60,7 @@ struct HTTPIngest: Sendable {
                 shareId: UUID.random().uuidString, status: .rejected, attachments: attachments, error: info,
                 details: details)
         }
-        return await loader.load(providers, sourceApp: sourceApp, details: details)
+        return await loader.load(providers, sourceApp: sourceApp, details: details, origin: nil, arrival: arrival)
     }
 
     /// What the ledger keeps of a receipt for an `Idempotency-Key` replay: the receipt without its text and userInfo,

@@ -689,9 +689,13 @@ final class RequestContext: @unchecked Sendable {
         let scope = sourceApp ?? ""
         let sourceApp = sourceApp
         let want = head["want-repr-digest"]
+        // Announced now, while the work waits for a server thread, so that the publish batch this share will join
+        // waits for it (uploads that arrive together are published together).
+        let arrival = server.spool.expectPublish()
         return { [self] in
             let receipt = await ingest.ingest(
-                ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp, details: body.details)
+                ingest.providers(body), sourceApp: sourceApp ?? body.sourceApp, details: body.details,
+                arrival: arrival)
             receiver.discard()
             self.noteShare(receipt.shareId)
             var response = HTTPIngest.response(for: receipt)

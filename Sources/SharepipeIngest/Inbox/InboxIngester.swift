@@ -38,7 +38,9 @@ package struct InboxIngester: Sendable {
     /// Decides whether a share with these declared types (one list per attachment) activates the extension.
     let activation: ShareActivation?
 
-    package func ingest(_ candidate: InboxCandidate) async -> Outcome {
+    /// Ingests one inbox entry. `arrival`, from `Spool.expectPublish` when the entry's work was queued, ends when
+    /// its share joins a publish batch (or when the entry turns out to publish nothing).
+    package func ingest(_ candidate: InboxCandidate, arrival: LaneArrival? = nil) async -> Outcome {
         let started = System.monotonicNanoseconds()
         var published: (attachments: Int, types: [String], bytes: Int64)?
         let outcome: Outcome
@@ -55,7 +57,8 @@ package struct InboxIngester: Sendable {
             } else {
                 let provider = InboxFileProvider(source: source, registry: loader.registry)
                 (outcome, published) = await ingest(
-                    [provider], entry: candidate.name, in: directory, folders: [], details: .empty, description: nil)
+                    [provider], entry: candidate.name, in: directory, folders: [], details: .empty, description: nil,
+                    arrival: arrival)
             }
         case .folder(let folder):
             var providers: [InboxFileProvider] = []
@@ -77,7 +80,7 @@ package struct InboxIngester: Sendable {
                     let details = try details.adding(tags: tags)
                     (outcome, published) = await ingest(
                         providers, entry: candidate.name, in: directory, folders: folders, details: details,
-                        description: source)
+                        description: source, arrival: arrival)
                 } catch {
                     outcome = reject(candidate.name, error, declaredTypes: [], sniffedMimeType: nil)
                 }
@@ -307,7 +310,7 @@ package struct InboxIngester: Sendable {
     /// `description`: a folder's share.json, removed with the folder when the share is complete.
     private func ingest(
         _ providers: [InboxFileProvider], entry: String, in directory: InboxDirectory, folders: [InboxDirectory],
-        details: ShareDetails, description: ShareJSONFile?
+        details: ShareDetails, description: ShareJSONFile?, arrival: LaneArrival?
     ) async -> (Outcome, (attachments: Int, types: [String], bytes: Int64)?) {
         if let error = activationRefusal(activation, declaredBy: providers) {
             let declared = providers.first?.registeredTypeIdentifiers ?? []
@@ -336,7 +339,7 @@ package struct InboxIngester: Sendable {
             guard !identities.isEmpty else { return nil }
             return (identities, InboxShareSources(files: files, folders: removed))
         }
-        let receipt = await loader.load(providers, sourceApp: nil, details: details, origin: origin)
+        let receipt = await loader.load(providers, sourceApp: nil, details: details, origin: origin, arrival: arrival)
         switch receipt.status {
         case .complete, .partial:
             let copied = receipt.attachments.filter { $0.status == .copied }

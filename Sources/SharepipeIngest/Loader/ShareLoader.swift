@@ -32,16 +32,20 @@ public struct ShareLoader: Sendable {
     /// Loads one share and hands it to the lifecycle's executor. `origin`, given by a source that removes what it
     /// ingested (the inbox), names a dropped folder and supplies the source identities recorded with the share and
     /// the owner told to remove the sources once the share is published.
+    /// `arrival`, from `Spool.expectPublish`, ends when the share joins its publish batch.
     func load(
-        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails = .empty, origin: ShareOrigin?
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails = .empty, origin: ShareOrigin?,
+        arrival: LaneArrival? = nil
     ) async -> ShareReceipt {
-        var receipt = await publish(providers, sourceApp: sourceApp, details: details, origin: origin)
+        var receipt = await publish(
+            providers, sourceApp: sourceApp, details: details, origin: origin, arrival: arrival)
         receipt.details = details
         return receipt
     }
 
     private func publish(
-        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?
+        _ providers: [any ItemProvider], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?,
+        arrival: LaneArrival?
     ) async -> ShareReceipt {
         let shareID = UUID.random().uuidString
         let declared = providers.map(\.registeredTypeIdentifiers)
@@ -71,7 +75,7 @@ public struct ShareLoader: Sendable {
 
         let receipt = await loadAdmitted(
             providers, shareID: shareID, lock: stagingLock, spareFiles: spareFiles, sourceApp: sourceApp,
-            details: details, origin: origin)
+            details: details, origin: origin, arrival: arrival)
         let published = receipt.status == .complete || receipt.status == .partial
         spool.admissionEnded(
             published: published, bytes: receipt.attachments.reduce(0) { $0 + ($1.bytes ?? 0) })
@@ -81,7 +85,8 @@ public struct ShareLoader: Sendable {
     /// Loads and publishes a share admitted past the pending limits, in its locked staging directory.
     private func loadAdmitted(
         _ providers: [any ItemProvider], shareID: String, lock stagingLock: consuming DirectoryLock,
-        spareFiles: [StagingSpares.Spare], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?
+        spareFiles: [StagingSpares.Spare], sourceApp: String?, details: ShareDetails, origin: ShareOrigin?,
+        arrival: LaneArrival?
     ) async -> ShareReceipt {
         let shareState = CopyEngine.ShareState()
         let spares = StagingSpares(shareID: shareID, spares: spareFiles, staging: spool.directories.staging)
@@ -106,7 +111,7 @@ public struct ShareLoader: Sendable {
         }
         return await finish(
             shareID: shareID, lock: stagingLock, spares: spares, spareSink: spareSink, sourceApp: sourceApp,
-            details: details, records: records, origin: origin)
+            details: details, records: records, origin: origin, arrival: arrival)
     }
 
     /// Creates `staging/S` and takes an exclusive flock on the directory itself; the lock moves with the directory
@@ -432,7 +437,8 @@ public struct ShareLoader: Sendable {
     /// Applies the policy, then writes the manifest and hands the share to the executor, or rolls it back.
     private func finish(
         shareID: String, lock: consuming DirectoryLock, spares: StagingSpares, spareSink: (any SpareSink)?,
-        sourceApp: String?, details: ShareDetails, records: [AttachmentRecord], origin: ShareOrigin?
+        sourceApp: String?, details: ShareDetails, records: [AttachmentRecord], origin: ShareOrigin?,
+        arrival: LaneArrival?
     ) async -> ShareReceipt {
         var records = records
         let created = Date()
@@ -478,7 +484,7 @@ public struct ShareLoader: Sendable {
         let staged = StagedShare(
             record: StagedRecord(manifest: manifest(), sources: sources?.identities ?? []), lock: lock,
             sources: sources?.owner)
-        switch await spool.publish(staged) {
+        switch await spool.publish(staged, arrival: arrival) {
         case .published:
             return ShareReceipt(
                 shareId: shareID, status: copied == records.count ? .complete : .partial, attachments: records)

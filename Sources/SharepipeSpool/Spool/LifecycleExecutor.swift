@@ -84,7 +84,7 @@ package final class LifecycleExecutor: Sendable {
         self.faults = faults
         let (maxShares, maxBytes, maxCompletions) = (Self.maxShares, Self.maxBytes, maxCompletions)
         publishLane = BatchLane(
-            name: "sp-publish", enough: maxShares / 4, answersWaiters: true,
+            name: "sp-publish", enough: maxShares / 4, company: .announced,
             take: { queue in
                 var taken: [PendingPublish] = []
                 var bytes: Int64 = 0
@@ -96,14 +96,15 @@ package final class LifecycleExecutor: Sendable {
             },
             beforeBatch: { faults?.waitWhileHeld() })
         completeLane = BatchLane(
-            name: "sp-complete", enough: maxCompletions / 4, take: BatchLane.first(maxCompletions),
+            name: "sp-complete", enough: maxCompletions / 4, company: .steadyFlow,
+            take: BatchLane.first(maxCompletions),
             afterTake: { [room] in
                 room.lock()
                 room.broadcast()
                 room.unlock()
             })
         reserveLane = BatchLane(
-            name: "sp-reserve", enough: maxShares / 4, answersWaiters: true, take: BatchLane.first(maxShares))
+            name: "sp-reserve", enough: maxShares / 4, company: .steadyFlowOfWaiters, take: BatchLane.first(maxShares))
     }
 
     /// Shares waiting for the next publish batch.
@@ -114,14 +115,18 @@ package final class LifecycleExecutor: Sendable {
 
     // MARK: Batched transitions
 
-    /// Hands a staged share over; returns once it is published, or failed and rolled back (its sources untouched).
-    func publish(_ share: consuming StagedShare, spool: Spool) async -> PublishOutcome {
+    /// Hands a staged share over (ending its `arrival`); returns once it is published, or failed and rolled back
+    /// (its sources untouched).
+    func publish(_ share: consuming StagedShare, arrival: LaneArrival?, spool: Spool) async -> PublishOutcome {
         let pending = PendingPublish(share)
         return await withCheckedContinuation { continuation in
             pending.continuation.withLock { $0 = continuation }
-            publishLane.submit(pending) { batch in self.publish(batch, spool: spool) }
+            publishLane.submit(pending, arrival: arrival) { batch in self.publish(batch, spool: spool) }
         }
     }
+
+    /// A share on its way to the publish lane: the lane waits for it (within its gather bound) while it is loaded.
+    func expectPublish() -> LaneArrival { publishLane.expect() }
 
     /// Hands a loading share's content reservation over; returns each copy's original once the batch it joined is
     /// committed, or throws the batch's failure.

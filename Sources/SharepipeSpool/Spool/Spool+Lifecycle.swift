@@ -60,10 +60,17 @@ package enum RunStart: Sendable {
 /// The spool's transitions, each a run of `ShareLifecycle` performed by the one executor. Nothing else moves a
 /// share between directories or records its state.
 extension Spool {
-    /// Hands a staged share to the executor's next publish batch; returns once it is published, or rolled back.
-    package func publish(_ share: consuming StagedShare) async -> LifecycleExecutor.PublishOutcome {
-        await executor.publish(share, spool: self)
+    /// Hands a staged share to the executor's next publish batch (ending its `arrival`, if it was announced);
+    /// returns once it is published, or rolled back.
+    package func publish(
+        _ share: consuming StagedShare, arrival: LaneArrival? = nil
+    ) async -> LifecycleExecutor.PublishOutcome {
+        await executor.publish(share, arrival: arrival, spool: self)
     }
+
+    /// Announces a share about to be loaded: until it is handed to `publish` with this arrival (or the arrival is
+    /// released), the publish batch it will join waits for it rather than leave without it.
+    package func expectPublish() -> LaneArrival { executor.expectPublish() }
 
     /// A share its loader refused or rolled back: `staging/S` removed, the row recorded rejected.
     package func rollBack(_ manifest: Manifest, code: ShareError.Code?) {

@@ -4,38 +4,63 @@ import Synchronization
 /// One lane of group commit (STYLE 15: one batching type, used by each of the executor's lanes). Items handed over
 /// queue up; the lane's own thread takes whatever is queued as one batch, performs it, and comes round again until
 /// the queue is empty, so each barrier or commit is paid once per batch and a lone item is a batch of one at once.
-/// In a steady flow (the last batch ended a moment ago) and with fewer than `enough` queued, a short wait lets the
-/// batch fill first; on a lane that answers waiters, only when company is likely.
+/// With fewer than `enough` queued, a short wait lets the batch fill first, when company is likely (`Company`):
+/// guessed from a steady flow, or known from the items announced as on their way (`expect`).
 package final class BatchLane<Item: Sendable>: Sendable {
-    /// A batch that starts within this long (ns) of the last one's end waits `gatherMicroseconds` for company.
+    /// A batch that starts within this long (ns) of the last one's end is in a steady flow.
     static var busyWindow: UInt64 { 5_000_000 }
+    /// The longest a batch waits for company, unless the lane is made with another bound.
     static var gatherMicroseconds: UInt32 { 4_000 }
+
+    /// When a lane waits for company before it takes a batch.
+    package enum Company: Sendable {
+        /// In a steady flow (the last batch ended less than `busyWindow` ago), always: nobody waits for these items
+        /// (completions).
+        case steadyFlow
+        /// In a steady flow, when the last batch had more than one item or one came while it ran: a client waits
+        /// for its item's batch, and a lone client's next item would wait for nothing.
+        case steadyFlowOfWaiters
+        /// While items announced with `expect` are on their way, until the last of them is submitted: every source
+        /// of the lane announces its items (publishes: each upload and each inbox entry as its work is queued).
+        case announced
+    }
 
     private struct State {
         var items: [Item] = []
         var running = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Items announced by `expect` and not yet submitted or given up.
+        var expected = 0
+        /// The lane is gathering, and ends its gather when nothing is expected any more.
+        var awaitsArrivals = false
+
+        /// Whether a change of the queue or of `expected` may end a gather (else the gatherer is left asleep).
+        func endsGather(enough: Int) -> Bool { items.count >= enough || awaitsArrivals && expected == 0 }
     }
 
     private let state = Mutex(State())
+    /// Where a gathering lane sleeps; every submit and every arrival given up signals it.
+    private let wake = NSCondition()
     private let thread: Lane
     private let enough: Int
-    private let answersWaiters: Bool
+    private let company: Company
+    private let longestGather: UInt64
     private let take: @Sendable (inout [Item]) -> [Item]
     private let beforeBatch: @Sendable () -> Void
     private let afterTake: @Sendable () -> Void
 
-    /// A lane on a thread named `name`. `take` removes the next batch from the front of the queue; `beforeBatch`
-    /// runs each time round before the lane looks at the queue, `afterTake` each time it has taken from it. A lane
-    /// that `answersWaiters` (a client waits for its batch) waits for company only after a batch of more than one or
-    /// with an item already queued.
+    /// A lane on a thread named `name`, waiting for `company` as that case says. `take` removes the next batch from
+    /// the front of the queue; `beforeBatch` runs each time round before the lane looks at the queue, `afterTake`
+    /// each time it has taken from it. A gather lasts at most `longestGatherMicroseconds`.
     package init(
-        name: String, enough: Int, answersWaiters: Bool = false, take: @escaping @Sendable (inout [Item]) -> [Item],
+        name: String, enough: Int, company: Company, longestGatherMicroseconds: UInt32 = gatherMicroseconds,
+        take: @escaping @Sendable (inout [Item]) -> [Item],
         beforeBatch: @escaping @Sendable () -> Void = {}, afterTake: @escaping @Sendable () -> Void = {}
     ) {
         thread = Lane(name: name)
         self.enough = enough
-        self.answersWaiters = answersWaiters
+        self.company = company
+        longestGather = UInt64(longestGatherMicroseconds) * 1_000
         self.take = take
         self.beforeBatch = beforeBatch
         self.afterTake = afterTake
@@ -61,14 +86,39 @@ package final class BatchLane<Item: Sendable>: Sendable {
     /// Whether nothing is queued or being performed.
     package var isIdle: Bool { state.withLock { !$0.running && $0.items.isEmpty } }
 
-    /// Queues `item`; a lane that is not running starts on its thread and performs each batch with `perform`.
-    package func submit(_ item: Item, perform: @escaping @Sendable ([Item]) -> Void) {
-        let start = state.withLock { state in
-            state.items.append(item)
-            defer { state.running = true }
-            return !state.running
+    /// Announces an item on its way: the lane counts it as expected until it is submitted with this arrival, or
+    /// the arrival is released unsubmitted (its work failed or was given up).
+    package func expect() -> LaneArrival {
+        state.withLock { $0.expected += 1 }
+        return LaneArrival { [weak self] in
+            guard let self else { return }
+            let enough = self.enough
+            if self.state.withLock({ state in
+                state.expected -= 1
+                return state.endsGather(enough: enough)
+            }) {
+                self.signal()
+            }
         }
+    }
+
+    /// Queues `item` (ending its `arrival`, if announced); a lane that is not running starts on its thread and
+    /// performs each batch with `perform`.
+    package func submit(_ item: Item, arrival: LaneArrival? = nil, perform: @escaping @Sendable ([Item]) -> Void) {
+        let (start, ends) = state.withLock { state in
+            state.items.append(item)
+            if let arrival, arrival.settle() { state.expected -= 1 }
+            defer { state.running = true }
+            return (!state.running, state.endsGather(enough: enough))
+        }
+        if ends { signal() }
         if start { Task(executorPreference: thread) { self.drain(perform) } }
+    }
+
+    private func signal() {
+        wake.lock()
+        wake.signal()
+        wake.unlock()
     }
 
     /// Returns once nothing is queued or being performed.
@@ -85,15 +135,52 @@ package final class BatchLane<Item: Sendable>: Sendable {
         }
     }
 
-    /// Whether the lane waits `gatherMicroseconds` before taking its next batch: only in a steady flow (the last
-    /// batch ended less than `busyWindow` ago) and with fewer than `enough` queued. A lane whose items someone waits
-    /// for waits only when company is likely, that is when the last batch had some or an item came while it ran: a
-    /// lone client's next item would wait for nothing.
+    /// Whether the lane waits for company before taking its next batch: never with `enough` queued; for
+    /// announced company, when an item is expected; else only in a steady flow (the last batch ended less than
+    /// `busyWindow` ago), and for waiters only when the last batch had more than one item or one is queued.
     package static func waitsForCompany(
-        answersWaiters: Bool, lastBatchCount: Int, queued: Int, enough: Int, sinceLastBatch: UInt64
+        _ company: Company, lastBatchCount: Int, queued: Int, expected: Int, enough: Int, sinceLastBatch: UInt64
     ) -> Bool {
-        guard sinceLastBatch < busyWindow, queued < enough else { return false }
-        return !answersWaiters || lastBatchCount > 1 || queued > 0
+        guard queued < enough else { return false }
+        switch company {
+        case .announced: return expected > 0
+        case .steadyFlow: return sinceLastBatch < busyWindow
+        case .steadyFlowOfWaiters: return sinceLastBatch < busyWindow && (lastBatchCount > 1 || queued > 0)
+        }
+    }
+
+    /// Whether a gathering lane goes on waiting: not past its deadline, not once `enough` are queued; for
+    /// announced company, not once nothing is expected (the last one came, or was given up).
+    package static func keepsGathering(
+        _ company: Company, queued: Int, expected: Int, enough: Int, now: UInt64, deadline: UInt64
+    ) -> Bool {
+        guard now < deadline, queued < enough else { return false }
+        return company != .announced || expected > 0
+    }
+
+    /// Waits for company as `waitsForCompany` and `keepsGathering` decide; items expected are company for certain.
+    private func gather(lastBatchEnded: UInt64, lastBatchCount: Int) {
+        let (queued, expected) = state.withLock { ($0.items.count, $0.expected) }
+        let now = System.monotonicNanoseconds()
+        let waits = Self.waitsForCompany(
+            company, lastBatchCount: lastBatchCount, queued: queued, expected: expected, enough: enough,
+            sinceLastBatch: now - lastBatchEnded)
+        guard waits else { return }
+        let deadline = now + longestGather
+        wake.lock()
+        state.withLock { $0.awaitsArrivals = company == .announced }
+        defer {
+            state.withLock { $0.awaitsArrivals = false }
+            wake.unlock()
+        }
+        while true {
+            let (queued, expected) = state.withLock { ($0.items.count, $0.expected) }
+            let now = System.monotonicNanoseconds()
+            guard Self.keepsGathering(
+                company, queued: queued, expected: expected, enough: enough, now: now, deadline: deadline)
+            else { return }
+            _ = wake.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9))
+        }
     }
 
     private func drain(_ perform: @Sendable ([Item]) -> Void) {
@@ -101,10 +188,7 @@ package final class BatchLane<Item: Sendable>: Sendable {
         var lastBatchCount = 0
         while true {
             beforeBatch()
-            let gather = Self.waitsForCompany(
-                answersWaiters: answersWaiters, lastBatchCount: lastBatchCount, queued: queued, enough: enough,
-                sinceLastBatch: System.monotonicNanoseconds() - lastBatchEnded)
-            if gather { System.pause(microseconds: Self.gatherMicroseconds) }
+            gather(lastBatchEnded: lastBatchEnded, lastBatchCount: lastBatchCount)
             let (batch, waiters): ([Item], [CheckedContinuation<Void, Never>]) = state.withLock { state in
                 let taken = take(&state.items)
                 guard taken.isEmpty else { return (taken, []) }
@@ -121,5 +205,25 @@ package final class BatchLane<Item: Sendable>: Sendable {
             lastBatchEnded = System.monotonicNanoseconds()
             lastBatchCount = batch.count
         }
+    }
+}
+
+/// An item announced to a `BatchLane` as on its way (`BatchLane.expect`). Submitted with its item, it ends there;
+/// released without that, it ends then, so an arrival whose work failed never holds a lane waiting.
+package final class LaneArrival: Sendable {
+    private let ended = Atomic<Bool>(false)
+    private let giveUp: @Sendable () -> Void
+
+    init(giveUp: @escaping @Sendable () -> Void) {
+        self.giveUp = giveUp
+    }
+
+    /// Ends the arrival; true only the first time.
+    func settle() -> Bool {
+        !ended.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    deinit {
+        if settle() { giveUp() }
     }
 }
