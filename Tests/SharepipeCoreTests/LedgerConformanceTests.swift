@@ -183,6 +183,32 @@ import Testing
         }
     }
 
+    /// The sweep's race, made deterministic: a row listed `published` is claimed and processed (its directory
+    /// removed) before the reconciliation reaches it. The repair, guarded by the listed state, leaves it processed
+    /// and writes no event.
+    @Test(arguments: LedgerKind.available)
+    func aRepairLeavesARowThatMovedOnSinceItWasListed(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let ledger = try kind.make(in: dir)
+            let record = Self.record()
+            let id = record.manifest.shareId
+            try ledger.recordStaged([record])
+            _ = try ledger.recordPublished([id], sourcesDone: [])
+            _ = try ledger.recordClaimed([id])
+            #expect(try ledger.recordProcessed([(id, 1)]).isEmpty)
+            let events = try ledger.timeline(ofShare: id).count
+            #expect(try ledger.repair(shareID: id, from: [.published], to: .purged)
+                == [PreconditionViolation(shareID: id, expected: [.published], found: .processed)])
+            #expect(try ledger.state(ofShare: id) == .processed)
+            #expect(try ledger.timeline(ofShare: id).count == events)
+            // A row still as listed follows its directory.
+            let other = Self.record()
+            try ledger.recordStaged([other])
+            #expect(try ledger.repair(shareID: other.manifest.shareId, from: [.staged], to: .rejected).isEmpty)
+            #expect(try ledger.state(ofShare: other.manifest.shareId) == .rejected)
+        }
+    }
+
     @Test(arguments: LedgerKind.available)
     func aSpoolRunsOnEitherLedger(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in

@@ -436,10 +436,15 @@ package final class LedgerStore: Sendable {
         try apply(Change(shareID, from: [.quarantined], set: "state = 'purged'", Event(.deleted)))
     }
 
-    /// Recovery: the row follows the directory, whatever state it was in; an event `repaired` records it.
-    package func repair(shareID: String, to state: ShareState) throws {
-        _ = try apply(Change(
-            shareID, from: ShareState.allCases, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
+    /// Recovery: the row follows the directory, if it is still in one of `from` (a reconciliation passes the state
+    /// it listed the row in: a row that moved on since is left alone, and reported as a violation); an event
+    /// `repaired` records it.
+    @discardableResult
+    package func repair(
+        shareID: String, from: [ShareState] = ShareState.allCases, to state: ShareState
+    ) throws -> [PreconditionViolation] {
+        try apply(Change(
+            shareID, from: from, set: "state = ?, \(Self.unclaimed)", values: [.text(state.rawValue)],
             Event(.repaired, type: state.rawValue)))
     }
 

@@ -85,6 +85,6 @@ extension ShareLifecycle {
         case .processing: .claimed
         case nil: recorded == .staged ? .rejected : .purged
         }
-        return (.repair(shareID, to: target), true)
+        return (.repair(shareID, from: recorded, to: target), true)
     }
 }

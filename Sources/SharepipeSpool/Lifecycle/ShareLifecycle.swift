@@ -88,7 +88,8 @@ package struct ShareLifecycle: Sendable {
         case finished(String)
         case requeued(String)
         case purged(String)
-        case repair(String, to: ShareState)
+        /// The row follows its share's directory, if it is still in the state it was listed in.
+        case repair(String, from: ShareState, to: ShareState)
         /// The sources of published shares are gone (found and removed by the inbox after a crash).
         case sourcesDone([String])
         /// Every source record still staged is dealt with (the end of the inbox's recovery).
@@ -121,7 +122,7 @@ package struct ShareLifecycle: Sendable {
             case .processed, .finished: .processed
             case .quarantined: .quarantined
             case .purged: .purged
-            case .repair(_, let state): state
+            case .repair(_, _, let state): state
             case .sourcesDone, .allSourcesDone, .reserved, .contentsReleased: nil
             }
         }

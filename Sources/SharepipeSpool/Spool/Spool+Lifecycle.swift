@@ -256,8 +256,8 @@ extension Spool {
             violations = try ledger.recordRequeued(shareID: id)
         case .purged(let id):
             violations = try ledger.recordPurged(shareID: id)
-        case .repair(let id, let state):
-            try ledger.repair(shareID: id, to: state)
+        case .repair(let id, let from, let state):
+            violations = try ledger.repair(shareID: id, from: [from], to: state)
         case .sourcesDone(let ids):
             violations = try ledger.recordPublished([], sourcesDone: ids)
         case .allSourcesDone:

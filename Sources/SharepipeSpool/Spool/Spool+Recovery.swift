@@ -136,6 +136,8 @@ extension Spool {
                 // published, claimed, processed and removed since the listing has a row that moved on with it (its
                 // directory is removed only after its row is recorded processed), so only a row still as listed is
                 // made to follow. A flood of 19,660 drops once had ten processed shares recorded rejected this way.
+                // The row is read again here (a row that moved on is skipped quietly), and the repair itself
+                // applies only to a row still in the listed state (one that moved on in between is left alone).
                 guard try ledger.state(ofShare: shareID) == state else { continue }
                 guard isRepair else {
                     published.append(shareID)
