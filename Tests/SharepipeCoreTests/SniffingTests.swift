@@ -35,6 +35,24 @@ import Testing
         try compatible(Array(text.utf8), as: declared)
     }
 
+    /// Text is valid UTF-8 without NUL; a head cut at the sniff length may end inside a character.
+    @Test func textIsValidUTF8WithoutNUL() {
+        #expect(TypeRegistry.looksLikeText(Array("plain ASCII\n".utf8)))
+        #expect(TypeRegistry.looksLikeText(Array("Grüße, 中文, 🚀".utf8)))
+        #expect(!TypeRegistry.looksLikeText([]))
+        #expect(!TypeRegistry.looksLikeText(Array("a\u{0}b".utf8)))
+        // A byte never in UTF-8, an overlong form, a surrogate, a cut character, a lone continuation, past U+10FFFF.
+        let invalids: [[UInt8]] = [
+            [0x61, 0xFF], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE4, 0xB8], [0x80], [0xF4, 0x90, 0x80, 0x80],
+        ]
+        for invalid in invalids {
+            #expect(!TypeRegistry.looksLikeText(invalid), "\(invalid)")
+        }
+        let cut = Array(repeating: UInt8(ascii: "a"), count: Sniffer.sniffLength - 2) + [0xE4, 0xB8]
+        #expect(TypeRegistry.looksLikeText(cut))
+        #expect(!TypeRegistry.looksLikeText(Array(cut.dropLast(3)) + [0xE4, 0xB8]))
+    }
+
     @Test func libmagicNamesMapToDeclaredTypes() {
         let expected = [
             "text/plain": "public.plain-text",
