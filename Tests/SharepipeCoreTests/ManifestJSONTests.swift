@@ -101,7 +101,8 @@ struct ManifestJSONTests {
         #expect(JSONScanner.parse(Array(#" [1, -0, 2.5, 1e3, 9223372036854775808, true, false, null, {}] "#.utf8))
             == .array([.integer(1), .integer(0), .number(2.5), .number(1000), .number(9223372036854775808),
                        .bool(true), .bool(false), .null, .object([:])]))
-        for bad in ["01", "1.", ".5", "-", "1e", "[1,]", "{\"a\"}", "tru", "\"\\x\"", "\"\\ud800\"", "[", "nul"] {
+        for bad in ["01", "1.", ".5", "-", "1e", "[1,]", "{\"a\"}", "tru", "\"\\x\"", "\"\\ud800\"", "[", "nul",
+            "{\"a\":1,\"a\":2}"] {
             #expect(JSONScanner.parse(Array(bad.utf8)) == nil, "\(bad)")
         }
         let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)

@@ -284,7 +284,8 @@ struct JSONOutput {
 }
 
 /// A strict JSON reader (RFC 8259) into `JSONValue`. Numbers: an integer literal that fits in `Int64` is
-/// `.integer`, any other number `.number`. Nil for anything that is not one JSON text.
+/// `.integer`, any other number `.number`. Nil for anything that is not one JSON text, and for an object with a
+/// repeated key.
 enum JSONScanner {
     static func parse(_ bytes: [UInt8]) -> JSONValue? {
         bytes.withUnsafeBufferPointer { buffer in
@@ -349,7 +350,8 @@ enum JSONScanner {
                 skipSpace()
                 guard position < buffer.count, buffer[position] == UInt8(ascii: ":") else { return nil }
                 position += 1
-                guard let member = value(depth: depth + 1) else { return nil }
+                // A repeated key is left to Foundation, which keeps the first value (this would keep the last).
+                guard members[name] == nil, let member = value(depth: depth + 1) else { return nil }
                 members[name] = member
                 skipSpace()
                 guard position < buffer.count else { return nil }

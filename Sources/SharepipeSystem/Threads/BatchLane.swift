@@ -31,16 +31,23 @@ package final class BatchLane<Item: Sendable>: Sendable {
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         /// Items announced by `expect` and not yet submitted or given up.
         var expected = 0
-        /// The lane is gathering, and ends its gather when nothing is expected any more.
+        /// The lane is gathering (asleep on `wake`, or about to be).
+        var gathering = false
+        /// The gather ends when nothing is expected any more.
         var awaitsArrivals = false
 
-        /// Whether a change of the queue or of `expected` may end a gather (else the gatherer is left asleep).
-        func endsGather(enough: Int) -> Bool { items.count >= enough || awaitsArrivals && expected == 0 }
+        /// Whether a change of the queue or of `expected` may end the gather under way (else the gatherer is left
+        /// asleep).
+        func endsGather(enough: Int) -> Bool {
+            gathering && (items.count >= enough || awaitsArrivals && expected == 0)
+        }
     }
 
     private let state = Mutex(State())
-    /// Where a gathering lane sleeps; every submit and every arrival given up signals it.
-    private let wake = NSCondition()
+    /// Where a gathering lane sleeps, signalled by a change that may end its gather. A semaphore, not a condition
+    /// variable: its timeout is on the monotonic clock (a condition's deadline is wall-clock time, which a clock
+    /// step moves), and a signal sent before the gatherer sleeps is kept, not lost.
+    private let wake = DispatchSemaphore(value: 0)
     private let thread: Lane
     private let enough: Int
     private let company: Company
@@ -116,9 +123,7 @@ package final class BatchLane<Item: Sendable>: Sendable {
     }
 
     private func signal() {
-        wake.lock()
         wake.signal()
-        wake.unlock()
     }
 
     /// Returns once nothing is queued or being performed.
@@ -167,19 +172,26 @@ package final class BatchLane<Item: Sendable>: Sendable {
             sinceLastBatch: now - lastBatchEnded)
         guard waits else { return }
         let deadline = now + longestGather
-        wake.lock()
-        state.withLock { $0.awaitsArrivals = company == .announced }
+        let company = company
         defer {
-            state.withLock { $0.awaitsArrivals = false }
-            wake.unlock()
+            state.withLock { state in
+                state.gathering = false
+                state.awaitsArrivals = false
+            }
         }
         while true {
-            let (queued, expected) = state.withLock { ($0.items.count, $0.expected) }
+            // Marked gathering and checked in one step: a change after the check signals, and the signal is kept
+            // until the wait below takes it. A signal left over from an earlier gather only costs a second look.
+            let (queued, expected) = state.withLock { state in
+                state.gathering = true
+                state.awaitsArrivals = company == .announced
+                return (state.items.count, state.expected)
+            }
             let now = System.monotonicNanoseconds()
             guard Self.keepsGathering(
                 company, queued: queued, expected: expected, enough: enough, now: now, deadline: deadline)
             else { return }
-            _ = wake.wait(until: Date(timeIntervalSinceNow: Double(deadline - now) / 1e9))
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(deadline - now)))
         }
     }
 
