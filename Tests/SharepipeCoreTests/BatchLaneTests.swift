@@ -49,48 +49,48 @@ struct BatchLaneTests {
         #expect(!keeps(.announced, queued: 8, expected: 3))
     }
 
-    /// Batches performed by a lane, in order.
-    private final class Batches: Sendable {
+    /// A lane waiting for announced items, with a gather bound far beyond the tests' pauses (only the arrivals end
+    /// a gather), and the batches it performed, in order.
+    private final class AnnouncedLane: Sendable {
+        let lane = BatchLane<Int>(
+            name: "test-lane", enough: 64, company: .announced, longestGatherMicroseconds: 60_000_000,
+            take: BatchLane.first(64))
         let taken = Mutex<[[Int]]>([])
-        func wait(for count: Int) async -> [[Int]] {
+
+        func submit(_ item: Int, arrival: LaneArrival? = nil) {
+            lane.submit(item, arrival: arrival) { batch in self.taken.withLock { $0.append(batch) } }
+        }
+
+        func batches(count: Int) async -> [[Int]] {
             while taken.withLock({ $0.count }) < count { try? await Task.sleep(for: .milliseconds(5)) }
             return taken.withLock { $0 }
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func announcedItemsJoinTheBatchTheFirstOneStarts() async throws {
-        // A gather bound far beyond the test's pauses: only the arrivals end it.
-        let lane = BatchLane<Int>(
-            name: "test-lane", enough: 64, company: .announced, longestGatherMicroseconds: 60_000_000,
-            take: BatchLane.first(64))
-        let batches = Batches()
-        let perform: @Sendable ([Int]) -> Void = { batch in batches.taken.withLock { $0.append(batch) } }
-        let first = lane.expect(), second = lane.expect(), third = lane.expect()
-        lane.submit(1, arrival: first, perform: perform)
+        let lane = AnnouncedLane()
+        let first = lane.lane.expect(), second = lane.lane.expect(), third = lane.lane.expect()
+        lane.submit(1, arrival: first)
         try await Task.sleep(for: .milliseconds(50))
-        lane.submit(2, arrival: second, perform: perform)
+        lane.submit(2, arrival: second)
         try await Task.sleep(for: .milliseconds(50))
-        #expect(batches.taken.withLock { $0.isEmpty })
-        lane.submit(3, arrival: third, perform: perform)
-        #expect(await batches.wait(for: 1) == [[1, 2, 3]])
+        #expect(lane.taken.withLock { $0.isEmpty })
+        lane.submit(3, arrival: third)
+        #expect(await lane.batches(count: 1) == [[1, 2, 3]])
     }
 
     @Test(.timeLimit(.minutes(1))) func anArrivalGivenUpHoldsNoBatch() async throws {
-        let lane = BatchLane<Int>(
-            name: "test-lane", enough: 64, company: .announced, longestGatherMicroseconds: 60_000_000,
-            take: BatchLane.first(64))
-        let batches = Batches()
-        let perform: @Sendable ([Int]) -> Void = { batch in batches.taken.withLock { $0.append(batch) } }
-        var abandoned: LaneArrival? = lane.expect()
-        lane.submit(1, arrival: lane.expect(), perform: perform)
+        let lane = AnnouncedLane()
+        var abandoned: LaneArrival? = lane.lane.expect()
+        lane.submit(1, arrival: lane.lane.expect())
         try await Task.sleep(for: .milliseconds(50))
-        #expect(batches.taken.withLock { $0.isEmpty })
+        #expect(lane.taken.withLock { $0.isEmpty })
         // Its work failed before it reached the lane: released, it is expected no more.
         abandoned = nil
-        #expect(await batches.wait(for: 1) == [[1]])
+        #expect(await lane.batches(count: 1) == [[1]])
         _ = abandoned
         // An item nobody announced is taken at once.
-        lane.submit(2, perform: perform)
-        #expect(await batches.wait(for: 2) == [[1], [2]])
+        lane.submit(2)
+        #expect(await lane.batches(count: 2) == [[1], [2]])
     }
 }

@@ -74,14 +74,16 @@ extension AttachmentRecord {
             out.open(name, first: first)
             first = false
         }
+        /// A string field Codable leaves out when nil.
+        func string(_ name: String, _ value: String?) {
+            guard let value else { return }
+            key(name)
+            out.string(value)
+        }
         if let attempts {
             key("attempts")
             out.array(attempts) { out, attempt in
-                out.open("code", first: true)
-                out.optional(attempt.code?.rawValue)
-                out.key("type")
-                out.string(attempt.type)
-                out.bytes.append(UInt8(ascii: "}"))
+                out.strings([("code", attempt.code?.rawValue), ("type", attempt.type)])
             }
         }
         if let bytes {
@@ -92,50 +94,24 @@ extension AttachmentRecord {
         out.array(declaredTypes) { out, type in out.string(type) }
         if let duplicateOf {
             key("duplicateOf")
-            out.open("createdAt", first: true)
-            out.string(duplicateOf.createdAt)
-            out.key("fileId")
-            out.string(duplicateOf.fileId)
-            out.key("shareId")
-            out.string(duplicateOf.shareId)
-            out.bytes.append(UInt8(ascii: "}"))
+            out.strings([
+                ("createdAt", duplicateOf.createdAt), ("fileId", duplicateOf.fileId), ("shareId", duplicateOf.shareId),
+            ])
         }
         if let error {
             key("error")
-            out.open("code", first: true)
-            out.string(error.code.rawValue)
-            out.key("message")
-            out.string(error.message)
-            out.bytes.append(UInt8(ascii: "}"))
+            out.strings([("code", error.code.rawValue), ("message", error.message)])
         }
-        if let file {
-            key("file")
-            out.string(file)
-        }
-        if let fileId {
-            key("fileId")
-            out.string(fileId)
-        }
+        string("file", file)
+        string("fileId", fileId)
         key("index")
         out.integer(Int64(index))
-        if let sha256 {
-            key("sha256")
-            out.string(sha256)
-        }
-        if let sniffedMimeType {
-            key("sniffedMimeType")
-            out.string(sniffedMimeType)
-        }
+        string("sha256", sha256)
+        string("sniffedMimeType", sniffedMimeType)
         key("status")
         out.string(status.rawValue)
-        if let suggestedName {
-            key("suggestedName")
-            out.string(suggestedName)
-        }
-        if let typeIdentifier {
-            key("typeIdentifier")
-            out.string(typeIdentifier)
-        }
+        string("suggestedName", suggestedName)
+        string("typeIdentifier", typeIdentifier)
         out.bytes.append(UInt8(ascii: "}"))
     }
 
@@ -148,51 +124,35 @@ extension AttachmentRecord {
             let sniffedMimeType = fields.optionalString("sniffedMimeType"),
             let sha256 = fields.optionalString("sha256"), let suggestedName = fields.optionalString("suggestedName")
         else { return nil }
-        var bytes: Int64?
-        switch fields["bytes"] {
-        case nil, .null?: break
-        case .integer(let count)?: bytes = count
-        default: return nil
-        }
-        var error: ErrorInfo?
-        switch fields["error"] {
-        case nil, .null?: break
-        case .object(let info)?:
-            guard let code = info.string("code").flatMap(ShareError.Code.init(rawValue:)),
-                let message = info.string("message")
-            else { return nil }
-            error = ErrorInfo(code: code, message: message)
-        default: return nil
-        }
-        var attempts: [Attempt]?
-        switch fields["attempts"] {
-        case nil, .null?: break
-        case .array(let items)?:
-            var tried: [Attempt] = []
-            for item in items {
-                guard case .object(let attempt) = item, let type = attempt.string("type"),
-                    let code = attempt.optionalString("code")
+        guard let bytes = fields.optional("bytes", { value -> Int64? in
+                guard case .integer(let count) = value else { return nil }
+                return count
+            }),
+            let error = fields.optional("error", { value -> ErrorInfo? in
+                guard case .object(let info) = value,
+                    let code = info.string("code").flatMap(ShareError.Code.init(rawValue:)),
+                    let message = info.string("message")
                 else { return nil }
-                var parsed: ShareError.Code?
-                if let code {
-                    guard let known = ShareError.Code(rawValue: code) else { return nil }
-                    parsed = known
+                return ErrorInfo(code: code, message: message)
+            }),
+            let attempts = fields.optional("attempts", { value -> [Attempt]? in
+                guard case .array(let items) = value else { return nil }
+                var tried: [Attempt] = []
+                for item in items {
+                    guard case .object(let attempt) = item, let type = attempt.string("type"),
+                        let code = attempt.optional("code", { ShareError.Code(rawValue: $0.text ?? "") })
+                    else { return nil }
+                    tried.append(Attempt(type: type, code: code))
                 }
-                tried.append(Attempt(type: type, code: parsed))
-            }
-            attempts = tried
-        default: return nil
-        }
-        var duplicateOf: DuplicateOrigin?
-        switch fields["duplicateOf"] {
-        case nil, .null?: break
-        case .object(let origin)?:
-            guard let shareId = origin.string("shareId"), let fileId = origin.string("fileId"),
-                let createdAt = origin.string("createdAt")
-            else { return nil }
-            duplicateOf = DuplicateOrigin(shareId: shareId, fileId: fileId, createdAt: createdAt)
-        default: return nil
-        }
+                return tried
+            }),
+            let duplicateOf = fields.optional("duplicateOf", { value -> DuplicateOrigin? in
+                guard case .object(let origin) = value, let shareId = origin.string("shareId"),
+                    let fileId = origin.string("fileId"), let createdAt = origin.string("createdAt")
+                else { return nil }
+                return DuplicateOrigin(shareId: shareId, fileId: fileId, createdAt: createdAt)
+            })
+        else { return nil }
         self.init(
             index: position, status: status, fileId: fileId, file: file, typeIdentifier: typeIdentifier,
             declaredTypes: declaredTypes, sniffedMimeType: sniffedMimeType, bytes: bytes, sha256: sha256,
@@ -200,35 +160,33 @@ extension AttachmentRecord {
     }
 }
 
-extension [String: JSONValue] {
-    /// The string at `key`; nil when absent or not a string.
-    fileprivate func string(_ key: String) -> String? {
-        guard case .string(let text)? = self[key] else { return nil }
+extension JSONValue {
+    /// The string this value is, if it is one.
+    fileprivate var text: String? {
+        guard case .string(let text) = self else { return nil }
         return text
     }
+}
 
-    /// `.some(nil)` when the key is absent or null, `.some(text)` for a string, nil for anything else.
-    fileprivate func optionalString(_ key: String) -> String?? {
-        switch self[key] {
-        case nil, .null?: .some(nil)
-        case .string(let text)?: .some(text)
-        default: nil
-        }
+extension [String: JSONValue] {
+    /// The string at `key`; nil when absent or not a string.
+    fileprivate func string(_ key: String) -> String? { self[key]?.text }
+
+    /// A field Codable decodes with `decodeIfPresent`: `.some(nil)` when the key is absent or null, `.some(value)`
+    /// when `read` takes what is there, nil (not a manifest as written) when it does not.
+    fileprivate func optional<Field>(_ key: String, _ read: (JSONValue) -> Field?) -> Field?? {
+        guard let value = self[key], value != .null else { return .some(nil) }
+        guard let read = read(value) else { return nil }
+        return .some(read)
     }
 
-    /// `.some(nil)` when the key is absent or null, `.some(strings)` for an array of strings, nil for anything else.
+    fileprivate func optionalString(_ key: String) -> String?? { optional(key) { $0.text } }
+
     fileprivate func optionalStrings(_ key: String) -> [String]?? {
-        switch self[key] {
-        case nil, .null?: return .some(nil)
-        case .array(let items)?:
-            var strings: [String] = []
-            strings.reserveCapacity(items.count)
-            for item in items {
-                guard case .string(let text) = item else { return nil }
-                strings.append(text)
-            }
-            return .some(strings)
-        default: return nil
+        optional(key) { value in
+            guard case .array(let items) = value else { return nil }
+            let strings = items.compactMap(\.text)
+            return strings.count == items.count ? strings : nil
         }
     }
 }
@@ -254,6 +212,15 @@ struct JSONOutput {
             write(&self, element)
         }
         bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// An object of string fields in the order given (sorted by the caller), a nil one written as null.
+    mutating func strings(_ fields: [(String, String?)]) {
+        for (position, (name, value)) in fields.enumerated() {
+            open(name, first: position == 0)
+            optional(value)
+        }
+        bytes.append(UInt8(ascii: "}"))
     }
 
     mutating func integer(_ value: Int64) { bytes += String(value).utf8 }

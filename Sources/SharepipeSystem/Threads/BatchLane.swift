@@ -33,14 +33,13 @@ package final class BatchLane<Item: Sendable>: Sendable {
         var expected = 0
         /// The lane is gathering (asleep on `wake`, or about to be).
         var gathering = false
-        /// The gather ends when nothing is expected any more.
-        var awaitsArrivals = false
+    }
 
-        /// Whether a change of the queue or of `expected` may end the gather under way (else the gatherer is left
-        /// asleep).
-        func endsGather(enough: Int) -> Bool {
-            gathering && (items.count >= enough || awaitsArrivals && expected == 0)
-        }
+    /// Whether a change of the queue or of `expected` ends the gather under way (else the gatherer is left asleep):
+    /// `keepsGathering`'s rule, its deadline aside (the gatherer's own timeout sees to that).
+    private func endsGather(_ state: State) -> Bool {
+        state.gathering && !Self.keepsGathering(
+            company, queued: state.items.count, expected: state.expected, enough: enough, now: 0, deadline: 1)
     }
 
     private let state = Mutex(State())
@@ -99,12 +98,11 @@ package final class BatchLane<Item: Sendable>: Sendable {
         state.withLock { $0.expected += 1 }
         return LaneArrival { [weak self] in
             guard let self else { return }
-            let enough = self.enough
             if self.state.withLock({ state in
                 state.expected -= 1
-                return state.endsGather(enough: enough)
+                return self.endsGather(state)
             }) {
-                self.signal()
+                self.wake.signal()
             }
         }
     }
@@ -116,14 +114,10 @@ package final class BatchLane<Item: Sendable>: Sendable {
             state.items.append(item)
             if let arrival, arrival.settle() { state.expected -= 1 }
             defer { state.running = true }
-            return (!state.running, state.endsGather(enough: enough))
+            return (!state.running, endsGather(state))
         }
-        if ends { signal() }
+        if ends { wake.signal() }
         if start { Task(executorPreference: thread) { self.drain(perform) } }
-    }
-
-    private func signal() {
-        wake.signal()
     }
 
     /// Returns once nothing is queued or being performed.
@@ -172,19 +166,12 @@ package final class BatchLane<Item: Sendable>: Sendable {
             sinceLastBatch: now - lastBatchEnded)
         guard waits else { return }
         let deadline = now + longestGather
-        let company = company
-        defer {
-            state.withLock { state in
-                state.gathering = false
-                state.awaitsArrivals = false
-            }
-        }
+        defer { state.withLock { $0.gathering = false } }
         while true {
             // Marked gathering and checked in one step: a change after the check signals, and the signal is kept
             // until the wait below takes it. A signal left over from an earlier gather only costs a second look.
             let (queued, expected) = state.withLock { state in
                 state.gathering = true
-                state.awaitsArrivals = company == .announced
                 return (state.items.count, state.expected)
             }
             let now = System.monotonicNanoseconds()
