@@ -70,7 +70,12 @@ struct RestartStormTests {
                 for stage in ["staging", "incoming", "processing"] {
                     #expect(stormListing(state + "/" + stage).isEmpty, "run \(run): left in \(stage)")
                 }
-                #expect(stormListing(inbox).filter { $0 != ".rejected" }.isEmpty, "run \(run): left in the inbox")
+                // A daemon killed while it probed the inbox leaves its `.sharepipe-probe-*` scratch directory; the
+                // next start removes such directories once they are a minute old (never a live probe), so within
+                // a storm of seconds one may still be there. Every drop must be gone.
+                #expect(
+                    stormListing(inbox).filter { $0 != ".rejected" && !$0.hasPrefix(".sharepipe-probe-") }.isEmpty,
+                    "run \(run): left in the inbox")
                 #expect(stormListing(inbox + "/.rejected").isEmpty, "run \(run): rejected")
                 try? FileManager.default.removeItem(atPath: root)
             }
