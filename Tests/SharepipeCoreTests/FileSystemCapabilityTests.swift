@@ -116,12 +116,20 @@ import Testing
                 try put(dir + "/\(share)/manifest.json", "{}")
                 try put(dir + "/\(share)/copy.txt", "copy")
             }
-            try DurabilityBarrier(Self.refusing).makeDurable(shares, in: staging)
-            #expect(DurabilityBarrier(Self.refusing).method == .fsync)
-            #expect(DurabilityBarrier(.local).method == .syncfs)
+            let ledger = try LedgerStore(driver: SQLiteDriver(path: dir + "/ledger.sqlite"))
+            let refusing = DurabilityBarrier(Self.refusing, staging: staging, ledger: ledger)
+            try refusing.makeDurable(shares, in: staging)
+            #expect(refusing.method == .fsync && !refusing.commitsLedger)
+            let local = DurabilityBarrier(.local, staging: staging, ledger: ledger)
+            #expect(local.method == .syncfs && local.commitsLedger)
+            // A ledger on another file system (tmpfs) has its own flushes whatever the barrier.
+            let elsewhere = "/dev/shm/sharepipe-ledger-\(UUID().uuidString).sqlite"
+            defer { for suffix in ["", "-wal", "-shm"] { try? System.unlink(elsewhere + suffix) } }
+            let apart = DurabilityBarrier(.local, staging: staging, ledger: try LedgerStore(driver: SQLiteDriver(path: elsewhere)))
+            #expect(apart.method == .syncfs && !apart.commitsLedger)
             // A share gone before its barrier is a failure of the batch, not a silent success.
             #expect(throws: ShareError.self) {
-                try DurabilityBarrier(Self.refusing).makeDurable([UUID().uuidString], in: staging)
+                try refusing.makeDurable([UUID().uuidString], in: staging)
             }
         }
     }

@@ -54,6 +54,41 @@ import Testing
         #expect(ids == ["a", "b"] && done == ["a", "b"])
     }
 
+    @Test func whereTheBarrierCommitsTheLedgerTheStagedRowsAreWrittenFirstWithoutAFlushOfTheirOwn() {
+        var run = ShareLifecycle.publish([record("a"), record("b")], barrierCommitsLedger: true)
+        let (points, actions, outcome) = drive(&run)
+        #expect(points == [
+            "publish.record-staged", "publish.barrier", "publish.move-incoming", "publish.sync-incoming",
+            "publish.remove-sources", "publish.record-published",
+        ])
+        #expect(failed(outcome).isEmpty)
+        guard case .record(.staged(let records, let durable)) = actions.first else { Issue.record("no staged"); return }
+        #expect(records.map(\.manifest.shareId) == ["a", "b"] && !durable)
+
+        // Elsewhere the staged commit is durable on its own, after the barrier.
+        var elsewhere = ShareLifecycle.publish([record("a")])
+        guard case .record(.staged(_, let flushed)) = drive(&elsewhere).actions[1] else { Issue.record("no staged"); return }
+        #expect(flushed)
+    }
+
+    @Test func aBarrierFailingAfterTheLedgerHasTheStagedRowsUnpublishes() {
+        var run = ShareLifecycle.publish([record("a"), record("b")], barrierCommitsLedger: true)
+        let (points, _, outcome) = drive(&run) { action in
+            if case .barrier = action { return .failed(error) }
+            return .done
+        }
+        #expect(failed(outcome) == ["a", "b"])
+        #expect(points == ["publish.record-staged", "publish.barrier", "publish.remove-staging", "publish.record-unpublished"])
+
+        var first = ShareLifecycle.publish([record("c")], barrierCommitsLedger: true)
+        let (firstPoints, _, firstOutcome) = drive(&first) { action in
+            if case .record(.staged) = action { return .failed(error) }
+            return .done
+        }
+        #expect(failed(firstOutcome) == ["c"])
+        #expect(firstPoints == ["publish.record-staged", "publish.remove-staging", "publish.record-rolled-back"])
+    }
+
     @Test(arguments: ["publish.barrier", "publish.record-staged"])
     func aPublishFailingBeforeTheLedgerKnowsItRollsBack(point: String) {
         var run = ShareLifecycle.publish([record("a"), record("b")])

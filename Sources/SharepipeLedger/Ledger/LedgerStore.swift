@@ -270,8 +270,9 @@ package final class LedgerStore: Sendable {
 
     // MARK: Transitions
 
-    /// Publish: the shares, their attachment events and source identities, state staged, in one durable commit.
-    package func recordStaged(_ shares: [StagedRecord], spool: String? = nil) throws {
+    /// Publish: the shares, their attachment events and source identities, state staged, in one commit — durable
+    /// unless the caller makes it durable itself (a barrier of the file system the ledger is on).
+    package func recordStaged(_ shares: [StagedRecord], spool: String? = nil, durable: Bool = true) throws {
         guard !shares.isEmpty else { return }
         let now = SQLValue.integer(LedgerClock.now())
         _ = try driver.execute(shares.flatMap { share in
@@ -284,7 +285,7 @@ package final class LedgerStore: Sendable {
                      .integer(Int64(bitPattern: source.inode)), .integer(source.size),
                      .integer(source.modificationTime), .text(source.sha256), "staged"])
             }
-        }, durable: true)
+        }, durable: durable)
     }
 
     /// Publish: staged → published after the renames into `incoming`, and the source records of the shares in

@@ -21,6 +21,8 @@ package final class SQLiteDriver: SQLDriver {
     package var dialect: SQLDialect { Self.dialect }
     package var reconnections: Int { 0 }
 
+    /// The database file.
+    package let path: String
     private let connection: Mutex<Connection>
     /// The connection of lone reads.
     private let reader: Mutex<Connection>
@@ -42,6 +44,7 @@ package final class SQLiteDriver: SQLDriver {
             return handle
         }
         connection = Mutex(Connection(handle: try open()))
+        self.path = path
         self.busyDeadline = busyDeadline
         _ = try Self.retrying(connection, until: busyDeadline) { session in
             try session.run(["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"].map {

@@ -66,7 +66,8 @@ package struct ShareLifecycle: Sendable {
 
     /// The ledger change one `record` action commits (one transaction). `from` is what the ledger must find.
     enum Record: Sendable {
-        case staged([StagedRecord])
+        /// Not `durable` only when the barrier that follows commits the ledger too (`publish`).
+        case staged([StagedRecord], durable: Bool)
         case published([String], sourcesDone: [String])
         case unpublished([String], code: ShareError.Code?)
         case rolledBack(Manifest, code: ShareError.Code?)
@@ -276,8 +277,9 @@ package struct ShareLifecycle: Sendable {
     private var histories: [String: History] = [:]
     /// What a reservation answered.
     private var origins: [[DuplicateOrigin?]] = []
-    /// A publish run's staged records.
+    /// A publish run's staged records, and whether the ledger has them.
     private var records: [StagedRecord] = []
+    private var stagedRecorded = false
 
     /// How a failed action is handled.
     private enum Compensation: Sendable {
@@ -308,9 +310,15 @@ package struct ShareLifecycle: Sendable {
 
     /// Publish (group commit): barrier, staged recorded, renamed into `incoming`, `incoming` synced, sources
     /// removed, published recorded.
-    static func publish(_ records: [StagedRecord]) -> ShareLifecycle {
+    ///
+    /// Where the barrier commits the ledger as well (`barrierCommitsLedger`: a SQLite ledger on the state file
+    /// system, where the barrier is one `syncfs`), the staged rows are written first without a disk flush of their
+    /// own, and the barrier makes them durable with the copies: the renames still follow both. A crash before the
+    /// barrier leaves shares in `staging` whatever the ledger kept, which recovery removes as before.
+    static func publish(_ records: [StagedRecord], barrierCommitsLedger: Bool = false) -> ShareLifecycle {
         let ids = records.map(\.manifest.shareId)
-        var run = ShareLifecycle(.publish, shares: ids, actions: [.barrier(ids)], onFailure: .unstage)
+        let first: Action = barrierCommitsLedger ? .record(.staged(records, durable: false)) : .barrier(ids)
+        var run = ShareLifecycle(.publish, shares: ids, actions: [first], onFailure: .unstage)
         run.records = records
         return run
     }
@@ -516,11 +524,17 @@ package struct ShareLifecycle: Sendable {
     /// Queues what follows a successful action.
     private mutating func advance(after action: Action, done: [String]?, dropped: [String]) {
         switch (transition, action) {
-        case (.publish, .barrier):
-            pending = [.record(.staged(records))]
-        case (.publish, .record(.staged)):
+        case (.publish, .barrier) where !stagedRecorded:
+            pending = [.record(.staged(records, durable: true))]
+        case (.publish, .barrier), (.publish, .record(.staged(_, durable: true))):
+            stagedRecorded = true
             onFailure = .unpublish
             pending = [.move(shares, from: .staging, to: .incoming)]
+        case (.publish, .record(.staged(_, durable: false))):
+            // Written before the barrier that commits them.
+            stagedRecorded = true
+            onFailure = .unpublish
+            pending = [.barrier(shares)]
         case (.publish, .move):
             // A share whose rename failed was recorded staged: it is removed and recorded unpublished.
             let error = ShareError(.io, "the share could not be renamed into incoming")

@@ -1,4 +1,5 @@
 import Foundation
+import SharepipeLedger
 import SharepipeSystem
 import Synchronization
 
@@ -11,13 +12,28 @@ import Synchronization
 ///   manifest is `fdatasync`ed and each `staging/S` `fsync`ed — once per batch for each of them — issued in
 ///   parallel from a small pool of long-lived threads: on NFS each sync is a COMMIT round trip, on FUSE a request
 ///   to its server, so their latencies overlap instead of adding up.
+///
+/// A `syncfs` also commits whatever else of that file system is written: a SQLite ledger there (its write-ahead
+/// log beside it) needs no disk flush of its own for a commit the barrier follows (`commitsLedger`).
 struct DurabilityBarrier: Sendable {
     /// How the barrier is made.
     let method: FileSystemCapabilities.Barrier
+    /// Whether the barrier commits the ledger's writes too: one `syncfs` of the file system its SQLite file is on.
+    let commitsLedger: Bool
 
-    /// A barrier for a state file system with these capabilities.
-    init(_ capabilities: FileSystemCapabilities) {
+    /// A barrier for a state file system with these capabilities, whose `staging` is open, and the spool's ledger.
+    init(_ capabilities: FileSystemCapabilities, staging: OpenDirectory, ledger: LedgerStore) {
         method = capabilities.barrier
+        commitsLedger = method == .syncfs && Self.sameFileSystem(ledger, staging)
+    }
+
+    /// Whether the ledger is a SQLite file (opened without following links; its log is written beside it) on the
+    /// file system `staging` is on.
+    private static func sameFileSystem(_ ledger: LedgerStore, _ staging: OpenDirectory) -> Bool {
+        guard let path = (ledger.driver as? SQLiteDriver)?.path, let file = (try? System.lstatIfPresent(path)) ?? nil,
+            let folder = try? staging.status()
+        else { return false }
+        return file.device == folder.device
     }
 
     /// Makes `staging/S` durable, with everything in it, for each of `shareIDs`.

@@ -160,7 +160,7 @@ package final class LifecycleExecutor: Sendable {
     /// One publish batch: one run of `ShareLifecycle.publish`, then every loader told.
     private func publish(_ batch: [PendingPublish], spool: Spool) {
         faults?.batchesPublished.add(1, ordering: .relaxed)
-        var run = ShareLifecycle.publish(batch.map(\.record))
+        var run = ShareLifecycle.publish(batch.map(\.record), barrierCommitsLedger: spool.barrier.commitsLedger)
         let context = RunContext(sources: Dictionary(
             batch.compactMap { pending in pending.sources.map { (pending.record.manifest.shareId, $0) } },
             uniquingKeysWith: { first, _ in first }))

@@ -221,8 +221,8 @@ extension Spool {
     func apply(_ record: ShareLifecycle.Record, during point: String) throws -> ShareLifecycle.Event {
         var violations: [PreconditionViolation] = []
         switch record {
-        case .staged(let records):
-            try ledger.recordStaged(records, spool: id)
+        case .staged(let records, let durable):
+            try ledger.recordStaged(records, spool: id, durable: durable)
         case .published(let ids, let sourcesDone):
             violations = try ledger.recordPublished(ids, sourcesDone: sourcesDone)
         case .unpublished(let ids, let code):

@@ -93,7 +93,7 @@ public final class Spool: Sendable {
         } catch let error as ShareError {
             throw ShareError(.containerUnavailable, "state directory cannot be used: \(error.message)", errno: error.errno)
         }
-        barrier = DurabilityBarrier(capabilities)
+        barrier = DurabilityBarrier(capabilities, staging: directories.staging, ledger: ledger)
         recycler = ShareRecycler(
             root: directories.root, rootPath: self.root, enabled: capabilities.syncfsIsBarrier)
         executor = LifecycleExecutor(faults: faults)
