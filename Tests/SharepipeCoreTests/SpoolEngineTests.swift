@@ -264,6 +264,22 @@ import Testing
             #expect(try spool.recover(retryingLockedFor: .seconds(1)).repaired == 0)
         }
     }
+
+    @Test func aRepairThatDidNotApplyIsNotCountedRepaired() async throws {
+        try await withTemporaryDirectory { dir in
+            let faults = LifecycleFaults()
+            let spool = try Spool(root: dir + "/state", faults: faults)
+            let ids = try await publishTextShares(spool, ["one\n"])
+            try spool.ledger.repair(shareID: ids[0], to: .claimed)
+            // The repair's commit fails (as a ledger that is full or gone would): the row stays as it was.
+            faults.failure.withLock { $0 = "recover.record-repaired" }
+            #expect(try spool.recover(retryingLockedFor: .seconds(1)).repaired == 0)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .claimed)
+            faults.failure.withLock { $0 = nil }
+            #expect(try spool.recover(retryingLockedFor: .seconds(1)).repaired == 1)
+            #expect(try spool.ledger.state(ofShare: ids[0]) == .published)
+        }
+    }
 }
 
 /// Log lines captured from a `Logger`.

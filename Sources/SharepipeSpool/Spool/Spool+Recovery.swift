@@ -150,7 +150,8 @@ extension Spool {
                 }
                 var run = ShareLifecycle.recover(shareID, actions: [.record(record)])
                 executor.execute(&run, spool: self, context: .init(sources: [:]))
-                report.repaired += 1
+                // Counted once the row reads as repaired: the guard leaves a row that moved on in between alone.
+                if let target = record.to, try ledger.state(ofShare: shareID) == target { report.repaired += 1 }
             }
         }
         if !published.isEmpty {
