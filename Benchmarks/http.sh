@@ -6,12 +6,14 @@
 # BIN holds a release `sharepipe`, WORK is scratch space, VENV a Python venv (aiohttp is installed into it).
 #   a. 4 KiB uploads by wrk at 8 and 64 connections, sharepipe and an aiohttp receiver that writes and fsyncs each
 #      upload interleaved; the inbox drain of 2,000 such files by the same daemon;
-#   b. one 1 GiB single-body upload over loopback vs cp + sync of the same file;
+#   b. one 1 GiB single-body upload over loopback vs cp + sync of the same file (BIG_ROUNDS interleaved pairs, the
+#      medians compared: one pair moves by half with the disk's writeback);
 #   c. 16 concurrent 256 MiB uploads: the daemon's peak RSS, every receipt's SHA-256 checked;
 #   d. 1,000 slow-header + 1,000 slow-body connections (slowhttptest, from 127.0.0.1) while 8 clients upload 4 KiB
 #      bodies (from 127.0.0.2): failed uploads, p99, the daemon's peak RSS;
 #   e. 10,000 idle keep-alive connections (from 127.0.1.x): the daemon's RSS, and uploads still served;
-#   f. one 1 GiB resumable upload (IETF draft, interop 8) uninterrupted vs cp + sync, and interrupted twice (the
+#   f. one 1 GiB resumable upload (IETF draft, interop 8) uninterrupted vs cp + sync (BIG_ROUNDS interleaved pairs,
+#      the medians compared), and interrupted twice (the
 #      connection closed mid-body, resumed where HEAD says): the bytes sent in all.
 # `--resumable` runs section f alone.
 # The last lines are `HTTP KEY VALUE` pairs that run.sh turns into table rows.
@@ -23,7 +25,7 @@ QUICK=0 ONLY_RESUMABLE=0
 [ "${4:-}" = "--resumable" ] && ONLY_RESUMABLE=1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PEERS=$ROOT/Benchmarks/peers
-FILES=2000 BIG_MIB=1024 MANY=16 MANY_MIB=256 WRK_SECONDS=10 SLOW=1000 SLOW_SECONDS=30 IDLE=10000
+FILES=2000 BIG_MIB=1024 BIG_ROUNDS=3 MANY=16 MANY_MIB=256 WRK_SECONDS=10 SLOW=1000 SLOW_SECONDS=30 IDLE=10000
 ((QUICK)) && { BIG_MIB=256; MANY_MIB=64; WRK_SECONDS=4; SLOW=200; SLOW_SECONDS=25; }
 # 10,000 connections need as many descriptors in the daemon and in the client holding them.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -39,6 +41,16 @@ source "$ROOT/Benchmarks/lib.sh"
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s }'; }
 empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
+median() { sort -g | awk '{ v[++n] = $1 } END { print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'; }
+# Seconds for cp + sync of FILE into DIR (removed and synced again after).
+cp_sync_seconds() { # FILE DIR
+    local start seconds
+    start=$(now)
+    cp "$1" "$2/copy.bin" && sync
+    seconds=$(elapsed "$start" "$(now)")
+    rm -f "$2/copy.bin"; sync
+    echo "$seconds"
+}
 # Starts the daemon on an ephemeral port; sets PID and ADDRESS.
 start_daemon() { # DIR EXTRA...
     local dir=$1; shift
@@ -57,23 +69,24 @@ resumable() { # section f
     rm -rf "$dir"; mkdir -p "$dir/inbox" "$dir/copy"
     head -c $((BIG_MIB << 20)) /dev/urandom >"$dir/big.bin"
     sync
-    local start seconds
-    start=$(now)
-    cp "$dir/big.bin" "$dir/copy/big.bin" && sync
-    seconds=$(elapsed "$start" "$(now)")
-    rm -f "$dir/copy/big.bin"; sync
-    resumable_cp=$(rate "$BIG_MIB" "$seconds")
     start_daemon "$dir"
-    local whole twice
-    whole=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 0 "$dir/state-0")
+    local round whole twice cp_rates=() rates=()
+    for ((round = 1; round <= BIG_ROUNDS; round++)); do
+        cp_rates+=("$(rate "$BIG_MIB" "$(cp_sync_seconds "$dir/big.bin" "$dir/copy")")")
+        whole=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 0 "$dir/state-0")
+        rates+=("$(python3 -c 'import json, sys; r = json.loads(sys.argv[1])
+print("%.1f" % (r["size"] / 1048576 / r["seconds"]))' "$whole")")
+        printf '  round %d: cp + sync %7.1f MiB/s, resumable HTTP %7.1f MiB/s (%s)\n' "$round" \
+            "${cp_rates[-1]}" "${rates[-1]}" "$whole"
+    done
     twice=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 2 "$dir/state-2")
     stop_daemon
-    resumable_rate=$(python3 -c 'import json, sys; r = json.loads(sys.argv[1])
-print("%.1f" % (r["size"] / 1048576 / r["seconds"]))' "$whole")
+    resumable_cp=$(printf '%s\n' "${cp_rates[@]}" | median)
+    resumable_rate=$(printf '%s\n' "${rates[@]}" | median)
     resumable_sent=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["sent"])' "$twice")
     resumable_extra=$(( resumable_sent - (BIG_MIB << 20) ))
-    printf '  cp + sync        %6d MiB = %7.1f MiB/s\n' "$BIG_MIB" "$resumable_cp"
-    printf '  resumable HTTP   %6d MiB = %7.1f MiB/s (%s)\n' "$BIG_MIB" "$resumable_rate" "$whole"
+    printf '  cp + sync        %6d MiB = %7.1f MiB/s (median of %d)\n' "$BIG_MIB" "$resumable_cp" "$BIG_ROUNDS"
+    printf '  resumable HTTP   %6d MiB = %7.1f MiB/s (median of %d)\n' "$BIG_MIB" "$resumable_rate" "$BIG_ROUNDS"
     printf '  interrupted twice: %d bytes sent, %d more than the file (%s)\n' "$resumable_sent" \
         "$resumable_extra" "$twice"
 }
@@ -137,22 +150,24 @@ dir=$WORK/http-big
 rm -rf "$dir"; mkdir -p "$dir/inbox" "$dir/copy"
 head -c $((BIG_MIB << 20)) /dev/urandom >"$dir/big.bin"
 sync
-start=$(now)
-cp "$dir/big.bin" "$dir/copy/big.bin" && sync
-cp_seconds=$(elapsed "$start" "$(now)")
-rm -f "$dir/copy/big.bin"; sync
 start_daemon "$dir"
-start=$(now)
-code=$(curl -sS -T "$dir/big.bin" -X POST -H 'Content-Type: application/octet-stream' -o "$dir/receipt.json" \
-    -w '%{http_code}' "http://$ADDRESS/v1/shares")
-big_seconds=$(elapsed "$start" "$(now)")
+cp_rates=() big_rates=()
+for ((round = 1; round <= BIG_ROUNDS; round++)); do
+    cp_rates+=("$(rate "$BIG_MIB" "$(cp_sync_seconds "$dir/big.bin" "$dir/copy")")")
+    start=$(now)
+    code=$(curl -sS -T "$dir/big.bin" -X POST -H 'Content-Type: application/octet-stream' -o "$dir/receipt.json" \
+        -w '%{http_code}' "http://$ADDRESS/v1/shares")
+    big_rates+=("$(rate "$BIG_MIB" "$(elapsed "$start" "$(now)")")")
+    [ "$code" = 201 ] || echo "  warning: the upload was answered $code"
+    printf '  round %d: cp + sync %7.1f MiB/s, sharepipe HTTP %7.1f MiB/s\n' "$round" "${cp_rates[-1]}" \
+        "${big_rates[-1]}"
+done
 stop_daemon
-[ "$code" = 201 ] || echo "  warning: the upload was answered $code"
-cp_rate=$(rate "$BIG_MIB" "$cp_seconds")
-big_rate=$(rate "$BIG_MIB" "$big_seconds")
-printf '  cp + sync        %6d MiB in %7.2f s = %7.1f MiB/s\n' "$BIG_MIB" "$cp_seconds" "$cp_rate"
-printf '  sharepipe HTTP   %6d MiB in %7.2f s = %7.1f MiB/s (201 = published and durable)\n' "$BIG_MIB" \
-    "$big_seconds" "$big_rate"
+cp_rate=$(printf '%s\n' "${cp_rates[@]}" | median)
+big_rate=$(printf '%s\n' "${big_rates[@]}" | median)
+printf '  cp + sync        %6d MiB, median of %d = %7.1f MiB/s\n' "$BIG_MIB" "$BIG_ROUNDS" "$cp_rate"
+printf '  sharepipe HTTP   %6d MiB, median of %d = %7.1f MiB/s (201 = published and durable)\n' "$BIG_MIB" \
+    "$BIG_ROUNDS" "$big_rate"
 
 echo "c. $MANY concurrent $MANY_MIB MiB uploads"
 dir=$WORK/http-many
