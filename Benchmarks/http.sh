@@ -42,6 +42,13 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s }'; }
 empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 median() { sort -g | awk '{ v[++n] = $1 } END { print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'; }
+# Waits until the daemon of DIR processed (and so removed) every share, then syncs: on a file system mounted with
+# `discard` a removed 1 GiB file is trimmed as it goes, and the next timed copy must not share the disk with that
+# (cp_sync_seconds removes its own copy the same way, untimed).
+settle_spool() { # DIR
+    while ! { empty "$1/state/incoming" && empty "$1/state/processing"; }; do sleep 0.05; done
+    sync
+}
 # Seconds for cp + sync of FILE into DIR (removed and synced again after).
 cp_sync_seconds() { # FILE DIR
     local start seconds
@@ -74,6 +81,7 @@ resumable() { # section f
     for ((round = 1; round <= BIG_ROUNDS; round++)); do
         cp_rates+=("$(rate "$BIG_MIB" "$(cp_sync_seconds "$dir/big.bin" "$dir/copy")")")
         whole=$("$VENV/bin/python" "$client" bench "http://$ADDRESS" "$dir/big.bin" 8 0 "$dir/state-0")
+        settle_spool "$dir"
         rates+=("$(python3 -c 'import json, sys; r = json.loads(sys.argv[1])
 print("%.1f" % (r["size"] / 1048576 / r["seconds"]))' "$whole")")
         printf '  round %d: cp + sync %7.1f MiB/s, resumable HTTP %7.1f MiB/s (%s)\n' "$round" \
@@ -159,6 +167,7 @@ for ((round = 1; round <= BIG_ROUNDS; round++)); do
         -w '%{http_code}' "http://$ADDRESS/v1/shares")
     big_rates+=("$(rate "$BIG_MIB" "$(elapsed "$start" "$(now)")")")
     [ "$code" = 201 ] || echo "  warning: the upload was answered $code"
+    settle_spool "$dir"
     printf '  round %d: cp + sync %7.1f MiB/s, sharepipe HTTP %7.1f MiB/s\n' "$round" "${cp_rates[-1]}" \
         "${big_rates[-1]}"
 done
