@@ -26,6 +26,14 @@ import Testing
         return StagedRecord(manifest: manifest, sources: [source])
     }
 
+    /// A share staged and published (its source done) on `ledger`; its id.
+    static func publishedShare(in ledger: LedgerStore) throws -> String {
+        let share = record()
+        try ledger.recordStaged([share])
+        _ = try ledger.recordPublished([share.manifest.shareId], sourcesDone: [share.manifest.shareId])
+        return share.manifest.shareId
+    }
+
     @Test(arguments: LedgerKind.available)
     func publishClaimAndProcessAreGuardedAndIdempotent(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in
@@ -84,10 +92,7 @@ import Testing
     func retryReleaseRecoverQuarantineRequeueAndPurge(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in
             let ledger = try kind.make(in: dir)
-            let share = Self.record()
-            let id = share.manifest.shareId
-            try ledger.recordStaged([share])
-            _ = try ledger.recordPublished([id], sourcesDone: [id])
+            let id = try Self.publishedShare(in: ledger)
 
             _ = try ledger.recordClaimed([id])
             let notBefore = LedgerClock.now() + 60_000
@@ -190,10 +195,7 @@ import Testing
     func aRepairLeavesARowThatMovedOnSinceItWasListed(kind: LedgerKind) async throws {
         try await withTemporaryDirectory { dir in
             let ledger = try kind.make(in: dir)
-            let record = Self.record()
-            let id = record.manifest.shareId
-            try ledger.recordStaged([record])
-            _ = try ledger.recordPublished([id], sourcesDone: [])
+            let id = try Self.publishedShare(in: ledger)
             _ = try ledger.recordClaimed([id])
             #expect(try ledger.recordProcessed([(id, 1)]).isEmpty)
             let events = try ledger.timeline(ofShare: id).count

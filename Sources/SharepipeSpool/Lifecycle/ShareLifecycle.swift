@@ -277,9 +277,8 @@ package struct ShareLifecycle: Sendable {
     private var histories: [String: History] = [:]
     /// What a reservation answered.
     private var origins: [[DuplicateOrigin?]] = []
-    /// A publish run's staged records, and whether the ledger has them.
+    /// A publish run's staged records.
     private var records: [StagedRecord] = []
-    private var stagedRecorded = false
 
     /// How a failed action is handled.
     private enum Compensation: Sendable {
@@ -524,15 +523,13 @@ package struct ShareLifecycle: Sendable {
     /// Queues what follows a successful action.
     private mutating func advance(after action: Action, done: [String]?, dropped: [String]) {
         switch (transition, action) {
-        case (.publish, .barrier) where !stagedRecorded:
+        case (.publish, .barrier) where !ledgerHasStagedRows:
             pending = [.record(.staged(records, durable: true))]
         case (.publish, .barrier), (.publish, .record(.staged(_, durable: true))):
-            stagedRecorded = true
             onFailure = .unpublish
             pending = [.move(shares, from: .staging, to: .incoming)]
         case (.publish, .record(.staged(_, durable: false))):
             // Written before the barrier that commits them.
-            stagedRecorded = true
             onFailure = .unpublish
             pending = [.barrier(shares)]
         case (.publish, .move):
@@ -558,6 +555,12 @@ package struct ShareLifecycle: Sendable {
         default:
             break
         }
+    }
+
+    /// Whether a publish run's staged rows are in the ledger: its compensation is then to unpublish them.
+    private var ledgerHasStagedRows: Bool {
+        if case .unpublish = onFailure { return true }
+        return false
     }
 
     /// A failed action: its compensation, or the end of the run.
