@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/socket.h>
@@ -142,4 +144,34 @@ int sharepipe_filesystem_type(int fd, uint64_t *type, uint64_t *total_bytes) {
     *type = (uint64_t)info.f_type;
     *total_bytes = (uint64_t)info.f_blocks * (uint64_t)(info.f_frsize > 0 ? info.f_frsize : info.f_bsize);
     return 0;
+}
+
+int sharepipe_direct_io_alignment(int fd, uint32_t *memory, uint32_t *offset) {
+    struct statx info;
+    memset(&info, 0, sizeof info);
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &info) != 0) {
+        return -1;
+    }
+    if ((info.stx_mask & STATX_DIOALIGN) == 0) {
+        *memory = 0;
+        *offset = 0;
+        return 0;
+    }
+    *memory = info.stx_dio_mem_align;
+    *offset = info.stx_dio_offset_align;
+    return 0;
+}
+
+int sharepipe_direct_io(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -1 : (flags & O_DIRECT) != 0;
+}
+
+int sharepipe_set_direct_io(int fd, int on) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) {
+        return -1;
+    }
+    int wanted = on ? (flags | O_DIRECT) : (flags & ~O_DIRECT);
+    return wanted == flags ? 0 : fcntl(fd, F_SETFL, wanted);
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 @testable import SharepipeCore
@@ -56,6 +57,70 @@ struct ReceiveWriterTests {
             #expect(writer.bytesInFile == Int64(bytes.count))
             #expect(try System.readFile(dir + "/body", limit: 8 << 20) == bytes)
         }
+    }
+
+    /// Bytes of the file at `path` that are in the page cache (`mincore` over a mapping of it).
+    static func residentBytes(_ path: String) throws -> Int {
+        let file = try FileDescriptor.openForReading(path)
+        let size = Int(try System.lstatIfPresent(path)?.size ?? 0)
+        guard size > 0, let mapped = mmap(nil, size, PROT_READ, MAP_SHARED, file.rawValue, 0), mapped != MAP_FAILED
+        else { return 0 }
+        defer { munmap(mapped, size) }
+        var pages = [UInt8](repeating: 0, count: (size + 4095) / 4096)
+        guard mincore(mapped, size, &pages) == 0 else { return -1 }
+        return pages.filter { $0 & 1 != 0 }.count * 4096
+    }
+
+    /// Writes `bytes` through a writer in 200 KiB pieces into `path`; the digest it returns.
+    static func write(_ bytes: [UInt8], to path: String) throws -> (sha256: String, stillDirect: Bool) {
+        let file = try FileDescriptor.create(path)
+        let writer = ReceiveWriter(descriptor: file.rawValue)
+        var given = 0
+        while given < bytes.count {
+            let count = min(bytes.count - given, 200 << 10)
+            try bytes[given..<given + count].withUnsafeBytes { try writer.append($0) }
+            given += count
+        }
+        let sha256 = try writer.finish()
+        return (sha256, System.isDirectIO(descriptor: file.rawValue))
+    }
+
+    /// Where the file system offers direct I/O (ext4, XFS, btrfs on a block device), the full buffers past the first
+    /// MiB go to the disk without a copy in the page cache: afterwards only the first MiB and the last, partial
+    /// buffer are cached. The file holds the body's bytes, and the descriptor is given back without `O_DIRECT`.
+    @Test func pastTheFirstMiBFullBuffersBypassThePageCacheWhereTheFileSystemOffersDirectIO() async throws {
+        try await withTemporaryDirectory { dir in
+            let probe = try FileDescriptor.create(dir + "/probe")
+            guard System.directIOAlignment(descriptor: probe.rawValue) != nil else {
+                // This test's directory offers no direct I/O (tmpfs, FUSE, NFS): the tmpfs test covers that case.
+                return
+            }
+            let bytes = Self.bytes((6 << 20) + 12345)
+            let written = try Self.write(bytes, to: dir + "/body")
+            let resident = try Self.residentBytes(dir + "/body")
+            // The first MiB, the last partial buffer (under `deepChunkBytes`) and the page they may share.
+            #expect(resident <= Int(ReceiveWriter.inlineBytes) + ReceiveWriter.deepChunkBytes + 4096)
+            #expect(resident >= Int(ReceiveWriter.inlineBytes))
+            #expect(!written.stillDirect)
+            #expect(written.sha256 == SHA256.hash(bytes))
+            #expect(try System.readFile(dir + "/body", limit: 8 << 20) == bytes)
+        }
+    }
+
+    /// Where the file system offers no direct I/O (tmpfs says so through `statx`, though it accepts the flag), every
+    /// byte goes through the page cache, as before, and the file holds the body.
+    @Test func onTmpfsTheBodyGoesThroughThePageCache() async throws {
+        let dir = "/dev/shm/sharepipe-receive-\(UUID.random().uuidString)"
+        guard (try? System.makeDirectory(dir)) != nil else { return }
+        defer { try? System.removeTree(dir) }
+        let probe = try FileDescriptor.create(dir + "/probe")
+        #expect(System.directIOAlignment(descriptor: probe.rawValue) == nil)
+        let bytes = Self.bytes((3 << 20) + 4321)
+        let written = try Self.write(bytes, to: dir + "/body")
+        #expect(try Self.residentBytes(dir + "/body") >= bytes.count)
+        #expect(!written.stillDirect)
+        #expect(written.sha256 == SHA256.hash(bytes))
+        #expect(try System.readFile(dir + "/body", limit: 8 << 20) == bytes)
     }
 
     /// A write that fails fails the body with a `ShareError`, and nothing is counted as in the file.

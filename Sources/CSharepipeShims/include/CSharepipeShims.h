@@ -57,4 +57,16 @@ int sharepipe_available_bytes(const char *path, uint64_t *bytes);
 /// (f_blocks times the fragment size; 0 when the file system reports none). Returns 0, or -1 with errno set.
 int sharepipe_filesystem_type(int fd, uint64_t *type, uint64_t *total_bytes);
 
+/// statx(2) with STATX_DIOALIGN: the alignment direct I/O asks of memory buffers and of file offsets and lengths
+/// for the file open as `fd`; both 0 when its file system offers no direct I/O (or the kernel, before 6.1, cannot
+/// tell). Returns 0, or -1 with errno set.
+int sharepipe_direct_io_alignment(int fd, uint32_t *memory, uint32_t *offset);
+
+/// Whether O_DIRECT is set on the open file description of `fd`: 1 or 0, or -1 with errno set.
+int sharepipe_direct_io(int fd);
+
+/// Sets (on != 0) or clears O_DIRECT on the open file description of `fd` (fcntl F_SETFL). Returns 0, or -1 with
+/// errno set.
+int sharepipe_set_direct_io(int fd, int on);
+
 #endif

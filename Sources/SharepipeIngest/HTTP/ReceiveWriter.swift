@@ -4,13 +4,22 @@ import Synchronization
 
 /// Writes a body's file as it is received and computes its SHA-256 on the way. The first `inlineBytes` are written
 /// and hashed on the connection's thread (a small upload never leaves it); past them each received piece is only
-/// copied into a `chunkBytes` buffer, and a thread of its own writes the full buffers to the file and hashes them.
-/// Writing a large body into the page cache costs the connection's thread more than receiving it (ext4 prepares
-/// every page of every write), and hashing costs as much again, so the connection's thread receives while the other
-/// writes and hashes the bytes it received before, each from memory: the bytes are read from the socket once and
-/// never read back from the file. At most `maxQueued` buffers exist per file (the connection's thread waits for
-/// one when the writer is that far behind), allocated only for a large file. Each written range's writeback is
-/// started as it grows, as a copy's is, so the barrier finds little left to write.
+/// copied into a `chunkBytes` buffer, and each full buffer is written to the file by one thread of the writer's and
+/// hashed by another, at the same time. Writing a large body costs more than receiving it, and hashing costs as
+/// much again (SHA-256 runs at about the disk's speed), so the connection's thread receives while the two others
+/// write and hash the bytes it received before, each from memory: the bytes are read from the socket once and
+/// never read back from the file. At most `maxQueued` buffers wait for the writer per file (the connection's thread
+/// waits when the writer is that far behind), allocated only for a large file. The first `deepFiles` large files in
+/// flight at once get `deepChunkBytes` buffers instead: one large upload keeps the disk busy with long writes, while
+/// many at once stay within their memory. Each range written through the page
+/// cache has its writeback started as it grows, as a copy's is, so the barrier finds little left to write.
+///
+/// Where the file system offers direct I/O (probed with `statx`, see `System.directIOAlignment`), the full buffers
+/// are written with `O_DIRECT`: from the buffer to the disk, with no copy into the page cache. That copy is most of
+/// what a large body costs the daemon (its pages are new memory, which in a virtual machine may fault in the host
+/// first), the file is synced before it counts anyway, and the bytes are never read back. The last, partial buffer
+/// and any write the file system refuses (`EINVAL`) go through the page cache, and the descriptor is left without
+/// `O_DIRECT` for its owner.
 ///
 /// It borrows the descriptor's number: its owner waits for `finish()` (or `waitUntilIdle()`) before closing it.
 /// Its calls come one at a time (the receiver's discipline).
@@ -20,12 +29,20 @@ final class ReceiveWriter: @unchecked Sendable {
     /// One buffer handed to the writing thread.
     static let chunkBytes = 256 << 10
     static let maxQueued = 2
+    static let deepChunkBytes = 1 << 20
+    static let deepFiles = 1
+    /// Files in flight now that were given `deepChunkBytes`.
+    private static let deepInFlight = Atomic<Int>(0)
 
     private let descriptor: Int32
     private let digest = MessageDigest(.sha256)
-    /// The writing thread's queue, made when the first buffer is handed over (a small file needs none).
+    /// The writing thread's queue and the hashing thread's, made when the first buffer is handed over (a small file
+    /// needs neither).
     private var queue: DispatchQueue?
-    private let slots = DispatchSemaphore(value: ReceiveWriter.maxQueued)
+    private var hashing: DispatchQueue?
+    /// The size of this file's buffers and the slots of those that may wait for the writer, decided with the first.
+    private var shape: (chunkBytes: Int, slots: DispatchSemaphore)?
+    private var deep = false
     private let failure = Mutex<ShareError?>(nil)
     /// Buffers the writing thread is done with.
     private let spare = Mutex<[Chunk]>([])
@@ -38,6 +55,9 @@ final class ReceiveWriter: @unchecked Sendable {
     private var writebackFrom: Int64 = 0
     /// Bytes in the file so far: given, less what waits in buffers or was lost to a failed write.
     private let inFile = Atomic<Int64>(0)
+    /// The alignment direct writes need while the descriptor has `O_DIRECT`; decided on the connection's thread
+    /// before the first buffer is handed over, then used (and ended) by the writing thread.
+    private var directAlignment: Int?
 
     /// A writer of the file open as `descriptor`, written from offset 0.
     init(descriptor: Int32) {
@@ -45,6 +65,7 @@ final class ReceiveWriter: @unchecked Sendable {
     }
 
     deinit {
+        if deep { Self.deepInFlight.subtract(1, ordering: .relaxed) }
         filling?.deallocate()
         for chunk in spare.withLock({ $0 }) { chunk.buffer.deallocate() }
     }
@@ -94,9 +115,11 @@ final class ReceiveWriter: @unchecked Sendable {
         return hex(digest.finalize())
     }
 
-    /// Returns once the writing thread no longer uses the descriptor.
+    /// Returns once the writing thread no longer uses the descriptor (left without `O_DIRECT`).
     func waitUntilIdle() {
         queue?.sync {}
+        hashing?.sync {}
+        endDirectWrites()
     }
 
     /// Writes what waits in a buffer and returns once the writing thread is idle (a request cut off: what arrived
@@ -107,7 +130,60 @@ final class ReceiveWriter: @unchecked Sendable {
     }
 
     private func takeBuffer() -> UnsafeMutableRawBufferPointer {
-        spare.withLock { $0.popLast() }?.buffer ?? .allocate(byteCount: Self.chunkBytes, alignment: 4096)
+        spare.withLock { $0.popLast() }?.buffer ?? .allocate(byteCount: decideShape().chunkBytes, alignment: 4096)
+    }
+
+    /// The writer's buffers: `deepChunkBytes` long while fewer than `deepFiles` other files have as long.
+    private func decideShape() -> (chunkBytes: Int, slots: DispatchSemaphore) {
+        if let shape { return shape }
+        var current = Self.deepInFlight.load(ordering: .relaxed)
+        while current < Self.deepFiles {
+            let (exchanged, original) = Self.deepInFlight.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged {
+                deep = true
+                break
+            }
+            current = original
+        }
+        let shape = (
+            chunkBytes: deep ? Self.deepChunkBytes : Self.chunkBytes, slots: DispatchSemaphore(value: Self.maxQueued))
+        self.shape = shape
+        return shape
+    }
+
+    /// Turns direct writes on for the buffers to come, where the file system offers them with an alignment that
+    /// the buffers (page-aligned, `chunkBytes` long, starting at `inlineBytes`) meet.
+    private func startDirectWrites() {
+        guard let alignment = System.directIOAlignment(descriptor: descriptor),
+              4096 % alignment.memory == 0, Self.chunkBytes % alignment.offset == 0,
+              Self.inlineBytes % Int64(alignment.offset) == 0,
+              System.setDirectIO(descriptor: descriptor, true)
+        else { return }
+        directAlignment = alignment.offset
+    }
+
+    private func endDirectWrites() {
+        guard directAlignment != nil else { return }
+        directAlignment = nil
+        System.setDirectIO(descriptor: descriptor, false)
+    }
+
+    /// Writes a handed-over buffer: directly when it is aligned for that, else (and when the file system refuses
+    /// the direct write) through the page cache, from then on.
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        if let alignment = directAlignment {
+            if bytes.count % alignment == 0 && offset % Int64(alignment) == 0 {
+                do {
+                    return try System.write(descriptor: descriptor, bytes, at: offset)
+                } catch let error as ShareError where error.errno == Errno.invalidArgument {
+                    // Refused as a direct write: the same bytes are written again through the page cache.
+                }
+            }
+            endDirectWrites()
+        }
+        try System.write(descriptor: descriptor, bytes, at: offset)
+        startWriteback(upTo: offset + Int64(bytes.count), once: Int64(CopyEngine.chunkSize))
     }
 
     /// Starts the writeback of what is written up to `end` once at least `threshold` bytes of it are waiting.
@@ -117,7 +193,8 @@ final class ReceiveWriter: @unchecked Sendable {
         writebackFrom = end
     }
 
-    /// A buffer on its way to the writing thread (which owns it until it puts it back in `spare`), or kept there.
+    /// A buffer on its way to the writing and hashing threads (which share it until the last of them puts it back
+    /// in `spare`), or kept there.
     private struct Chunk: @unchecked Sendable {
         let buffer: UnsafeMutableRawBufferPointer
     }
@@ -128,32 +205,40 @@ final class ReceiveWriter: @unchecked Sendable {
         let offset = given - Int64(count)
         filling = nil
         filled = 0
+        let slots = decideShape().slots
         slots.wait()
         if let error = failure.withLock({ $0 }) {
             slots.signal()
             spare.withLock { $0.append(Chunk(buffer: buffer)) }
             throw error
         }
+        if queue == nil { startDirectWrites() }
         let queue = self.queue ?? DispatchQueue(label: "sharepipe.http.write")
+        let hashing = self.hashing ?? DispatchQueue(label: "sharepipe.http.hash")
         self.queue = queue
+        self.hashing = hashing
+        // The buffer is written on one thread and hashed on another at once; the last of the two puts it back.
         let chunk = Chunk(buffer: buffer)
+        let users = Atomic<Int>(2)
+        let done: @Sendable () -> Void = { [self] in
+            guard users.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+            spare.withLock { $0.append(chunk) }
+            slots.signal()
+        }
+        hashing.async { [self] in
+            digest.update(UnsafeRawBufferPointer(rebasing: chunk.buffer[..<count]))
+            done()
+        }
         queue.async { [self] in
-            let buffer = chunk.buffer
-            defer {
-                spare.withLock { $0.append(chunk) }
-                slots.signal()
-            }
+            defer { done() }
             guard failure.withLock({ $0 == nil }) else { return }
-            let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
             do {
-                try System.write(descriptor: descriptor, bytes, at: offset)
+                try write(UnsafeRawBufferPointer(rebasing: chunk.buffer[..<count]), at: offset)
             } catch {
                 failure.withLock { $0 = error as? ShareError ?? ShareError(.io, "\(error)") }
                 return
             }
-            digest.update(bytes)
             inFile.store(offset + Int64(count), ordering: .releasing)
-            startWriteback(upTo: offset + Int64(count), once: Int64(CopyEngine.chunkSize))
         }
     }
 }

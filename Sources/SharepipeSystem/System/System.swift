@@ -266,6 +266,29 @@ package enum System {
         }
     }
 
+    /// What direct I/O (`O_DIRECT`) asks of writes to the file open as a raw descriptor the caller owns: the
+    /// alignment of memory buffers and of file offsets and lengths, probed with `statx(STATX_DIOALIGN)`; nil where
+    /// the file system offers no direct I/O (tmpfs, FUSE, NFS, ext4 with `data=journal`) or the kernel cannot tell.
+    package static func directIOAlignment(descriptor: Int32) -> (memory: Int, offset: Int)? {
+        var memory: UInt32 = 0
+        var offset: UInt32 = 0
+        guard sharepipe_direct_io_alignment(descriptor, &memory, &offset) == 0, memory > 0, offset > 0 else {
+            return nil
+        }
+        return (Int(memory), Int(offset))
+    }
+
+    /// Whether a raw descriptor the caller owns has `O_DIRECT` set.
+    package static func isDirectIO(descriptor: Int32) -> Bool {
+        sharepipe_direct_io(descriptor) == 1
+    }
+
+    /// Sets or clears `O_DIRECT` on a raw descriptor the caller owns; false when the file system refuses it.
+    @discardableResult
+    package static func setDirectIO(descriptor: Int32, _ on: Bool) -> Bool {
+        sharepipe_set_direct_io(descriptor, on ? 1 : 0) == 0
+    }
+
     /// `FileDescriptor.startWriteback` for a raw descriptor the caller owns.
     package static func startWriteback(descriptor: Int32, offset: Int64, length: Int) {
         _ = sharepipe_start_writeback(descriptor, offset, Int64(length))
