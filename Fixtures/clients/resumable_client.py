@@ -149,13 +149,17 @@ def patch(base, cafile, version, path, offset, data, complete):
 
 
 def send_file(conn, handle, start, end):
-    """Sends bytes [start, end) of the file in 1 MiB pieces; returns how many were handed to the socket."""
+    """Sends bytes [start, end) of the file in 1 MiB pieces, read into one reused buffer (a new buffer per piece
+    costs the client fresh memory each time); returns how many were handed to the socket."""
     handle.seek(start)
+    buffer = memoryview(bytearray(1 << 20))
     sent = start
     while sent < end:
-        piece = handle.read(min(1 << 20, end - sent))
-        conn.send(piece)
-        sent += len(piece)
+        count = handle.readinto(buffer[:min(1 << 20, end - sent)])
+        if not count:
+            break
+        conn.send(buffer[:count])
+        sent += count
     return sent - start
 
 
