@@ -26,9 +26,12 @@ import Synchronization
 final class ReceiveWriter: @unchecked Sendable {
     /// Bytes written and hashed on the connection's thread.
     static let inlineBytes: Int64 = 1 << 20
-    /// One buffer handed to the writing thread.
+    /// One buffer handed to the writing and hashing threads.
     static let chunkBytes = 256 << 10
+    /// Buffers handed over and not yet written and hashed, per file.
     static let maxQueued = 2
+    /// The buffers of the first `deepFiles` large files in flight at once (a slow one keeps its place to its end;
+    /// the others get `chunkBytes`).
     static let deepChunkBytes = 1 << 20
     static let deepFiles = 1
     /// Files in flight now that were given `deepChunkBytes`.
