@@ -11,8 +11,8 @@ import Synchronization
 /// never read back from the file. At most `maxQueued` buffers wait for the writer per file (the connection's thread
 /// waits when the writer is that far behind), allocated only for a large file. The first `deepFiles` large files in
 /// flight at once get `deepChunkBytes` buffers instead: one large upload keeps the disk busy with long writes, while
-/// many at once stay within their memory. Each range written through the page
-/// cache has its writeback started as it grows, as a copy's is, so the barrier finds little left to write.
+/// many at once stay within their memory. Each range written through the page cache has its writeback started as
+/// it grows, as a copy's is, so the barrier finds little left to write.
 ///
 /// Where the file system offers direct I/O (probed with `statx`, see `System.directIOAlignment`), the full buffers
 /// are written with `O_DIRECT`: from the buffer to the disk, with no copy into the page cache. That copy is most of
