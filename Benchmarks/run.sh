@@ -329,6 +329,9 @@ round_group_commit() { # ROUND
     RR[groupcommit.$1]=$best
 }
 
+# A over B with two decimals, or "-" when either is missing.
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
+    else printf "%.2f", a / b }'; }
 # The median of the rounds of one contender.
 rounds_median() { # NAME
     local round
@@ -367,8 +370,7 @@ contender_notifypair() {
     (($1 % 2 == 0)) && { first=notifyoff; second=notifyon; }
     "pair_$first" "$1"
     "pair_$second" "$1"
-    RR[notifyratio.$1]=$(awk -v a="${RR[sharepipe50notify.$1]}" -v b="${RR[notifybase.$1]}" \
-        'BEGIN { printf "%.3f", a / b }')
+    RR[notifyratio.$1]=$(ratio "${RR[sharepipe50notify.$1]}" "${RR[notifybase.$1]}")
     echo "  pair $1: --notify over none ${RR[notifyratio.$1]}x"
 }
 pair_notifyon() {
@@ -452,8 +454,6 @@ row() { # METRIC SHAREPIPE BASELINE RATIO TARGET MET
     printf '| %-48s | %-14s | %-14s | %-8s | %-10s | %-4s |\n' "$@"
 }
 # ratio A B -> "A/B" with two decimals, or "-" when either is missing.
-ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
-    else printf "%.2f", a / b }'; }
 meets() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { if (v == "-" || v == "") print "?";
     else if ((op == ">=" && v + 0 >= t + 0) || (op == "<=" && v + 0 <= t + 0)) print "yes"; else print "no" }'; }
 drop_rows() { # COUNT SETTLE

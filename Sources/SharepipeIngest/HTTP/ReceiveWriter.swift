@@ -45,7 +45,8 @@ final class ReceiveWriter: @unchecked Sendable {
     private var hashing: DispatchQueue?
     /// The size of this file's buffers and the slots of those that may wait for the writer, decided with the first.
     private var shape: (chunkBytes: Int, slots: DispatchSemaphore)?
-    private var deep = false
+    /// Whether this file holds one of the `deepFiles` places (its buffers are `deepChunkBytes` long).
+    private var deep: Bool { shape?.chunkBytes == Self.deepChunkBytes }
     private let failure = Mutex<ShareError?>(nil)
     /// Buffers the writing thread is done with.
     private let spare = Mutex<[Chunk]>([])
@@ -139,18 +140,14 @@ final class ReceiveWriter: @unchecked Sendable {
     /// The writer's buffers: `deepChunkBytes` long while fewer than `deepFiles` other files have as long.
     private func decideShape() -> (chunkBytes: Int, slots: DispatchSemaphore) {
         if let shape { return shape }
+        var claimed = false
         var current = Self.deepInFlight.load(ordering: .relaxed)
-        while current < Self.deepFiles {
-            let (exchanged, original) = Self.deepInFlight.compareExchange(
+        while !claimed && current < Self.deepFiles {
+            (claimed, current) = Self.deepInFlight.compareExchange(
                 expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged {
-                deep = true
-                break
-            }
-            current = original
         }
         let shape = (
-            chunkBytes: deep ? Self.deepChunkBytes : Self.chunkBytes, slots: DispatchSemaphore(value: Self.maxQueued))
+            chunkBytes: claimed ? Self.deepChunkBytes : Self.chunkBytes, slots: DispatchSemaphore(value: Self.maxQueued))
         self.shape = shape
         return shape
     }
