@@ -44,6 +44,48 @@ import Testing
         }
     }
 
+    /// v12 dropped the `(id, url)` and `(state, created_at)` indexes, which every event's row was written into. The
+    /// rows of a ledger made before keep their states and are counted, listed, retried and delivered as before; on
+    /// SQLite the counts `status` and the metrics read go through a partial index, never the whole table.
+    @Test(arguments: LedgerKind.available)
+    func rowsFromBeforeTheOutboxIndexesChangedAreCountedListedRetriedAndDelivered(kind: LedgerKind) async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try kind.database(in: dir)
+            let old = try kind.driver(database)
+            let latest = LedgerStore.migrations(old.dialect).count
+            try LedgerStore.migrate(old, to: latest - 1)
+            let url = Self.urls[0]
+            for (event, state) in [("e-pending", "pending"), ("e-failed", "failed"), ("e-delivered", "delivered")] {
+                try old.run(
+                    """
+                    INSERT INTO outbox (id, url, share_id, type, created_at, since, state, next_at)
+                    VALUES (?, ?, ?, 'share.published', 1, 1, ?, 1)
+                    """, [.text(event), .text(url), .text("share-" + event), .text(state)])
+            }
+            let ledger = try kind.store(database)
+            ledger.outboxTargets.withLock { $0 = OutboxTargets(urls: Self.urls) }
+            #expect(try LedgerStore.schemaVersion(ledger.driver) == latest)
+            #expect(try ledger.notificationCounts() == (pending: 1, failed: 1))
+            #expect(try ledger.notifications(states: [.pending, .failed], limit: 10).map(\.id) == ["e-pending", "e-failed"])
+            #expect(try ledger.notifications(states: [.failed], limit: 10).map(\.id) == ["e-failed"])
+            #expect(try ledger.retryNotifications(ids: ["e-failed", "e-delivered"]) == 1)
+            #expect(try ledger.notificationCounts() == (pending: 2, failed: 0))
+            let taken = try ledger.takeDueNotifications(urls: [url], limit: 10, lease: .seconds(60))
+            #expect(taken.map(\.id) == ["e-pending", "e-failed"])
+            #expect(taken.allSatisfy { $0.body != nil }, "each body rendered and kept, found by its row's seq")
+            try ledger.markNotificationsDelivered(taken.map { ($0.seq, 200) })
+            #expect(try ledger.notificationCounts() == (pending: 0, failed: 0))
+            #expect(try ledger.notifications(states: [.delivered], limit: 10).count == 3)
+            if kind == .sqlite {
+                for state in ["pending", "failed"] {
+                    let plan = try ledger.driver.run("EXPLAIN QUERY PLAN SELECT COUNT(*) FROM outbox WHERE state = '\(state)'")
+                    let detail = plan.rows.compactMap { $0.last?.text }.joined(separator: "; ")
+                    #expect(detail.contains("INDEX"), "counting \(state) rows: \(detail)")
+                }
+            }
+        }
+    }
+
     /// The share's title and tags (issue 31), kept with the outbox at staging, are in its published and processed
     /// payloads; its text and userInfo are in neither.
     @Test(arguments: LedgerKind.available)

@@ -103,6 +103,8 @@ package final class LedgerStore: Sendable {
                 "ALTER TABLE shares ADD COLUMN run INTEGER NOT NULL DEFAULT 0",
                 "ALTER TABLE shares ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0",
             ],
+            // v12 (issue 33): fewer of the outbox's indexes written with each event.
+            outboxIndexMigration,
         ]
     }
 

@@ -68,18 +68,24 @@ package final class SQLiteDriver: SQLDriver {
             {
                 return results
             }
-            return try withSession { try $0.run(statements) }
+            return try Self.retrying(connection, until: busyDeadline) { session in
+                try session.synchronize(durable: durable)
+                return try session.run(statements)
+            }
         }
-        return try withSession { session in
-            if !durable { _ = try session.run([SQLStatement("PRAGMA synchronous = NORMAL")]) }
-            defer { if !durable { _ = try? session.run([SQLStatement("PRAGMA synchronous = FULL")]) } }
+        return try Self.retrying(connection, until: busyDeadline) { session in
+            try session.synchronize(durable: durable)
             return try inTransaction(session) { try session.run(statements) }
         }
     }
 
     /// Runs `body` with the connection, again after a short pause while the database is busy, until the deadline.
+    /// The commits in `body` are durable.
     package func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
-        try Self.retrying(connection, until: busyDeadline, body)
+        try Self.retrying(connection, until: busyDeadline) { session in
+            try session.synchronize(durable: true)
+            return try body(session)
+        }
     }
 
     /// Whether a lone statement only reads (`SELECT …`), and may run on the read-only connection.
@@ -89,7 +95,7 @@ package final class SQLiteDriver: SQLDriver {
 
     /// Runs `body` with `connection`, again after a short pause while the database is busy, until `busyDeadline`.
     private static func retrying<T>(
-        _ connection: borrowing Mutex<Connection>, until busyDeadline: Duration, _ body: (any SQLSession) throws -> T
+        _ connection: borrowing Mutex<Connection>, until busyDeadline: Duration, _ body: (Connection) throws -> T
     ) throws -> T {
         let deadline = ContinuousClock.now + busyDeadline
         var pause = 0.001
@@ -113,6 +119,8 @@ package final class SQLiteDriver: SQLDriver {
     private final class Connection: SQLSession, @unchecked Sendable {
         let handle: OpaquePointer
         private var statements: [String: OpaquePointer] = [:]
+        /// Whether commits fsync the log (`synchronous = FULL`, as opened) or not (`NORMAL`).
+        private var durableCommits = true
 
         init(handle: OpaquePointer) {
             self.handle = handle
@@ -156,6 +164,16 @@ package final class SQLiteDriver: SQLDriver {
             }
             let changed = sqlite3_stmt_readonly(prepared) != 0 ? 0 : Int(sqlite3_changes(handle))
             return SQLResult(rows: rows, changed: changed)
+        }
+
+        /// Makes the next commits fsync the log or not. Only a change is run: SQLite parses a `PRAGMA` again each
+        /// time it runs, so it is not kept prepared.
+        func synchronize(durable: Bool) throws {
+            guard durable != durableCommits else { return }
+            guard sqlite3_exec(handle, durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", nil, nil, nil)
+                == SQLITE_OK
+            else { throw failure("exec") }
+            durableCommits = durable
         }
 
         private func prepare(_ sql: String) throws -> OpaquePointer {
