@@ -154,6 +154,28 @@ import Testing
         }
     }
 
+    /// Each call's commits are as durable as it asks, whatever the call before asked: SQLite's `synchronous` is `FULL`
+    /// (2) for a durable call and `NORMAL` (1) for one that is not, for lone statements, transactions and sessions.
+    @Test func eachCallCommitsAsDurablyAsItAsks() async throws {
+        try await withTemporaryDirectory { dir in
+            let driver = try SQLiteDriver(path: dir + "/ledger.sqlite")
+            func level(durable: Bool) throws -> Int {
+                try driver.execute([SQLStatement("PRAGMA synchronous")], durable: durable)[0].scalar.int
+            }
+            let table = SQLStatement("CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+            let insert = SQLStatement("INSERT INTO t (x) VALUES (1)")
+            #expect(try level(durable: true) == 2)
+            #expect(try level(durable: false) == 1)
+            #expect(try level(durable: false) == 1)
+            #expect(try level(durable: true) == 2)
+            _ = try driver.execute([table, insert], durable: false)
+            #expect(try driver.withSession { try $0.run([SQLStatement("PRAGMA synchronous")])[0].scalar.int } == 2)
+            _ = try driver.execute([table, insert], durable: false)
+            #expect(try driver.run("PRAGMA synchronous").scalar.int == 2)
+            #expect(try driver.run("SELECT COUNT(*) FROM t").scalar.int == 2)
+        }
+    }
+
     /// The heartbeat renews all of a daemon's leases in one statement while its completer records batches of the
     /// same rows: both must lock rows in one order (by id), or PostgreSQL finds a deadlock and fails one of them (a
     /// completion that fails is processed again after recovery).

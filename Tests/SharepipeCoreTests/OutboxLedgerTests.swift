@@ -66,7 +66,8 @@ import Testing
             ledger.outboxTargets.withLock { $0 = OutboxTargets(urls: Self.urls) }
             #expect(try LedgerStore.schemaVersion(ledger.driver) == latest)
             #expect(try ledger.notificationCounts() == (pending: 1, failed: 1))
-            #expect(try ledger.notifications(states: [.pending, .failed], limit: 10).map(\.id) == ["e-pending", "e-failed"])
+            let open = try ledger.notifications(states: [.pending, .failed], limit: 10)
+            #expect(open.map(\.id) == ["e-pending", "e-failed"])
             #expect(try ledger.notifications(states: [.failed], limit: 10).map(\.id) == ["e-failed"])
             #expect(try ledger.retryNotifications(ids: ["e-failed", "e-delivered"]) == 1)
             #expect(try ledger.notificationCounts() == (pending: 2, failed: 0))
@@ -78,7 +79,8 @@ import Testing
             #expect(try ledger.notifications(states: [.delivered], limit: 10).count == 3)
             if kind == .sqlite {
                 for state in ["pending", "failed"] {
-                    let plan = try ledger.driver.run("EXPLAIN QUERY PLAN SELECT COUNT(*) FROM outbox WHERE state = '\(state)'")
+                    let plan = try ledger.driver.run(
+                        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM outbox WHERE state = '\(state)'")
                     let detail = plan.rows.compactMap { $0.last?.text }.joined(separator: "; ")
                     #expect(detail.contains("INDEX"), "counting \(state) rows: \(detail)")
                 }

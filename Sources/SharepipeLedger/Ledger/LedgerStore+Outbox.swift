@@ -30,8 +30,8 @@ extension LedgerStore {
         ]
     }
 
-    /// v12: an event's row went into five b-trees, and each commit wrote a page of each (four more pages per
-    /// completion batch with a receiver, a tenth of the drain's CPU). Rows are marked by `seq`, so the unique
+    /// v12: an event's row went into the table and four indexes, and each commit wrote a page of each (a completion
+    /// commit with a receiver wrote 41 `pwrite64` against 22 without). Rows are marked by `seq`, so the unique
     /// `(id, url)` index goes; the `(state, created_at)` index becomes two partial ones written only when a row
     /// fails or is delivered: failed rows (`notifications ls|retry`) and delivered ones by age (retention).
     /// Pending rows are counted and listed through `outbox_due`.

@@ -170,9 +170,8 @@ package final class SQLiteDriver: SQLDriver {
         /// time it runs, so it is not kept prepared.
         func synchronize(durable: Bool) throws {
             guard durable != durableCommits else { return }
-            guard sqlite3_exec(handle, durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", nil, nil, nil)
-                == SQLITE_OK
-            else { throw failure("exec") }
+            let pragma = durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
+            guard sqlite3_exec(handle, pragma, nil, nil, nil) == SQLITE_OK else { throw failure("exec") }
             durableCommits = durable
         }
 
