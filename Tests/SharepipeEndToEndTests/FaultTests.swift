@@ -521,19 +521,3 @@ private func processes(mentioning marker: String) -> [Int32] {
         readProcFile("/proc/\(pid)/cmdline")?.contains(marker) ?? false
     }
 }
-
-/// A /proc file read to its end with plain `read(2)` (its reported size is 0); nil when missing or empty.
-private func readProcFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
-        bytes += buffer[..<count]
-    }
-    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
-}

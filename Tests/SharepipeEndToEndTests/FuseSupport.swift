@@ -153,7 +153,7 @@ final class FuseMount: @unchecked Sendable {
 
     /// Whether the mountpoint is in this process's mount table.
     var isMounted: Bool {
-        let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        let table = readProcFile("/proc/self/mountinfo") ?? ""
         return table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first == Substring(mountpoint) }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// What one run of the `sharepipe` binary produced.
 struct ProcessResult: Sendable {
@@ -314,4 +315,22 @@ func jsonFile(_ path: String) throws -> [String: Any] {
     let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
     guard let dictionary = object as? [String: Any] else { throw SupportError("\(path) is not a JSON object") }
     return dictionary
+}
+
+/// A /proc file read to its end with plain `read(2)` (its reported size is 0); nil when missing or empty.
+/// Foundation's `String(contentsOfFile:)` returns only the first read of such a file, about one page: a mount table
+/// longer than that lost its last lines, and the FUSE tests' newest mount with them.
+func readProcFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { break }
+        bytes += buffer[..<count]
+    }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
 }
