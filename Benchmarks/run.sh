@@ -453,7 +453,6 @@ while read -r _ key value; do R[http.$key]=$value; done < <(grep '^HTTP ' "$WORK
 row() { # METRIC SHAREPIPE BASELINE RATIO TARGET MET
     printf '| %-48s | %-14s | %-14s | %-8s | %-10s | %-4s |\n' "$@"
 }
-# ratio A B -> "A/B" with two decimals, or "-" when either is missing.
 meets() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { if (v == "-" || v == "") print "?";
     else if ((op == ">=" && v + 0 >= t + 0) || (op == "<=" && v + 0 <= t + 0)) print "yes"; else print "no" }'; }
 drop_rows() { # COUNT SETTLE

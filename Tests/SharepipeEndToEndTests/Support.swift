@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+@testable import SharepipeSystem
 
 /// What one run of the `sharepipe` binary produced.
 struct ProcessResult: Sendable {
@@ -317,20 +317,9 @@ func jsonFile(_ path: String) throws -> [String: Any] {
     return dictionary
 }
 
-/// A /proc file read to its end with plain `read(2)` (its reported size is 0); nil when missing or empty.
-/// Foundation's `String(contentsOfFile:)` returns only the first read of such a file, about one page: a mount table
-/// longer than that lost its last lines, and the FUSE tests' newest mount with them.
+/// A /proc file read to its end (`System.readFile`); nil when missing or unreadable. Foundation's
+/// `String(contentsOfFile:)` returns only the first read of such a file (its reported size is 0), about one page: a
+/// mount table longer than that lost its last lines, and the FUSE tests' newest mount with them.
 func readProcFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
-        bytes += buffer[..<count]
-    }
-    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    (try? System.readFile(path)).map { String(decoding: $0, as: UTF8.self) }
 }

@@ -147,7 +147,8 @@ final class ReceiveWriter: @unchecked Sendable {
                 expected: current, desired: current + 1, ordering: .relaxed)
         }
         let shape = (
-            chunkBytes: claimed ? Self.deepChunkBytes : Self.chunkBytes, slots: DispatchSemaphore(value: Self.maxQueued))
+            chunkBytes: claimed ? Self.deepChunkBytes : Self.chunkBytes,
+            slots: DispatchSemaphore(value: Self.maxQueued))
         self.shape = shape
         return shape
     }

@@ -68,22 +68,23 @@ package final class SQLiteDriver: SQLDriver {
             {
                 return results
             }
-            return try Self.retrying(connection, until: busyDeadline) { session in
-                try session.synchronize(durable: durable)
-                return try session.run(statements)
-            }
+            return try withSession(durable: durable) { try $0.run(statements) }
         }
-        return try Self.retrying(connection, until: busyDeadline) { session in
-            try session.synchronize(durable: durable)
-            return try inTransaction(session) { try session.run(statements) }
+        return try withSession(durable: durable) { session in
+            try inTransaction(session) { try session.run(statements) }
         }
     }
 
     /// Runs `body` with the connection, again after a short pause while the database is busy, until the deadline.
     /// The commits in `body` are durable.
     package func withSession<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        try withSession(durable: true, body)
+    }
+
+    /// `withSession`, its commits fsyncing the log or not as `durable` says.
+    private func withSession<T>(durable: Bool, _ body: (Connection) throws -> T) throws -> T {
         try Self.retrying(connection, until: busyDeadline) { session in
-            try session.synchronize(durable: true)
+            try session.synchronize(durable: durable)
             return try body(session)
         }
     }
